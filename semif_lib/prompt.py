@@ -1,0 +1,139 @@
+"""Prompt layout: fixed instructions and the state in a shared prefix, each question in a short suffix.
+
+On a CPU with a small model, prefill dominates, so everything that does not depend on the
+question (the answer-format instructions, the state) sits before the question and is
+prefilled once. A suffix holds only the question's own words, its options, and the chat
+template's end-of-turn plus assistant header, after which the answer slot token follows.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .errors import InvalidRequestError
+from .schema import ChoiceQuestion, NoulQuestion, ScoreQuestion, render_content
+
+PROMPT_VERSION = "semif-prompt-v1"
+
+SYSTEM_PROMPT = (
+    "You answer questions about a state. Read the state, then answer the question with a single "
+    "token: Yes or No for a yes/no question, otherwise the letter or digit of one listed option."
+)
+
+NOUL_SLOTS = ("Yes", "No")  # order of NOUL_KEYS
+NOUL_KEYS = ("true", "false")
+SCORE_SLOTS = tuple(string.digits)
+_MARKER = "\x00SEMIF_QUESTION\x00"
+
+# A plain layout for GGUFs without a chat template (base models): the answer follows "Answer:".
+_PLAIN_TEMPLATE = "{system}\n\n{user}\nAnswer:"
+
+
+def generate_letter_slots() -> list[str]:
+    """Candidate single-token slots for choices: A-Z, then AA..ZZ (verified against the tokenizer later)."""
+    upper = list(string.ascii_uppercase)
+    return upper + [a + b for a in upper for b in upper]
+
+
+@dataclass
+class QuestionPlan:
+    """One question laid out for readout: its suffix text and the option slots it is answered with."""
+
+    qid: str
+    kind: str
+    keys: list[str]  # output keys in order: "true"/"false", option names, or level indices
+    slots: list[str]  # the answer text per option (a single token for slot readout)
+    block: str  # text that goes after "Question:"
+    readout: str = "slot"
+    length_normalize: bool = False
+    legend: dict[str, str] = field(default_factory=dict)
+
+
+def _describe(name: str, desc: str | None) -> str:
+    return f"{name}: {desc}" if desc else name
+
+
+def plan_question(
+    qid: str,
+    question: NoulQuestion | ChoiceQuestion | ScoreQuestion,
+    slot_prefix: str = "",
+    letters: Sequence[str] | None = None,
+) -> QuestionPlan:
+    """Build the suffix block and the option slots for one question.
+
+    `letters` are the choice labels, in order; the engine passes the ones its tokenizer
+    reads as single tokens after the assistant header.
+    """
+    text = render_content(question.instructions).strip()
+    sequence = question.readout == "sequence"
+    if isinstance(question, NoulQuestion):
+        lines = [f" {text}"]
+        crit = question.criteria
+        if crit and crit.true:
+            lines.append(f"Yes means: {crit.true}")
+        if crit and crit.false:
+            lines.append(f"No means: {crit.false}")
+        slots = [slot_prefix + s for s in NOUL_SLOTS]
+        return QuestionPlan(qid, "noul", list(NOUL_KEYS), slots, "\n".join(lines), question.readout, question.length_normalize)
+    if isinstance(question, ChoiceQuestion):
+        names = list(question.criteria)
+        if sequence:
+            lines = [f" {text}", "Options:"] + [f"- {_describe(n, question.criteria[n])}" for n in names]
+            slots = [slot_prefix + n for n in names]
+        else:
+            pool = list(letters) if letters is not None else generate_letter_slots()
+            if len(pool) < len(names):
+                raise InvalidRequestError(
+                    f"questions.{qid}.criteria: {len(names)} options, but this model's tokenizer has only "
+                    f"{len(pool)} distinct single-token answer slots",
+                    field=f"questions.{qid}.criteria",
+                )
+            letters = pool[: len(names)]
+            lines = [f" {text}"] + [f"{l}. {_describe(n, question.criteria[n])}" for l, n in zip(letters, names)]
+            slots = [slot_prefix + l for l in letters]
+        return QuestionPlan(qid, "choice", names, slots, "\n".join(lines), question.readout, question.length_normalize)
+    levels = list(question.criteria)
+    legend = {str(i): level for i, level in enumerate(levels)}
+    if sequence:
+        lines = [f" {text}", "Levels:"] + [f"- {level}" for level in levels]
+        slots = [slot_prefix + level for level in levels]
+    else:
+        lines = [f" {text}"] + [f"{i}. {level}" for i, level in enumerate(levels)]
+        slots = [slot_prefix + SCORE_SLOTS[i] for i in range(len(levels))]
+    return QuestionPlan(qid, "score", list(legend), slots, "\n".join(lines), question.readout, question.length_normalize, legend)
+
+
+class PromptRenderer:
+    """Renders the shared prefix and per-question prompts with the GGUF's own chat template."""
+
+    def __init__(self, chat_template: str | None, bos_token: str = "", eos_token: str = "") -> None:
+        self.chat_template = chat_template
+        self._format: Callable[[list[dict[str, str]]], str]
+        if chat_template:
+            # The same Jinja renderer llama-cpp-python's chat completion uses, so the text path and
+            # the decision path see the same prompt. Such prompts carry their own BOS, if any.
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            formatter = Jinja2ChatFormatter(chat_template, eos_token=eos_token, bos_token=bos_token)
+            self._format = lambda messages: formatter(messages=messages).prompt
+            self.slot_prefix = ""
+            self.add_bos = False
+        else:
+            self._format = lambda messages: _PLAIN_TEMPLATE.format(system=messages[0]["content"], user=messages[1]["content"])
+            self.slot_prefix = " "
+            self.add_bos = True
+
+    def render(self, state_text: str, block: str) -> str:
+        """The whole prompt for one question, ending where the answer token goes."""
+        user = f"State:\n{state_text}\n\nQuestion:{block}"
+        return self._format([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}])
+
+    def render_prefix(self, state_text: str) -> str:
+        """The text every question's prompt starts with: the template up to "Question:"."""
+        full = self.render(state_text, _MARKER)
+        cut = full.find(_MARKER)
+        if cut < 0:  # pragma: no cover - a template that rewrites content
+            raise InvalidRequestError("chat template does not keep the message text; cannot split the prefix", field="model")
+        return full[:cut]

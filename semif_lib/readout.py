@@ -1,0 +1,57 @@
+"""Turn logits into answers: softmax over option slots, option mass, and the three answer shapes.
+
+Pure numpy, so the arithmetic is testable without a model.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .prompt import QuestionPlan
+from .schema import ChoiceAnswer, NoulAnswer, ScoreAnswer
+
+
+def logsumexp(row: np.ndarray) -> float:
+    """Stable log of the softmax normaliser of a full vocabulary row."""
+    top = float(np.max(row))
+    return top + float(np.log(np.sum(np.exp(row - top, dtype=np.float64))))
+
+
+def softmax(values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    arr = np.exp(arr - arr.max())
+    return arr / arr.sum()
+
+
+def read_slot_logits(row: np.ndarray, slot_tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float]:
+    """Slot readout of one logits row: (option logits, probabilities over the options, option mass)."""
+    logits = np.asarray(row[list(slot_tokens)], dtype=np.float64)
+    mass = float(np.sum(np.exp(logits - logsumexp(row))))
+    return logits, softmax(logits), mass
+
+
+def sum_sequence_logprobs(rows: Sequence[np.ndarray], option_tokens: Sequence[int]) -> float:
+    """log P(option text | prompt): `rows[j]` predicts `option_tokens[j]`."""
+    return float(sum(row[tok] - logsumexp(row) for row, tok in zip(rows, option_tokens)))
+
+
+def read_sequence_scores(logprobs: Sequence[float], lengths: Sequence[int], length_normalize: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """Sequence readout: (scores, probabilities over options, mass of the exact option texts)."""
+    raw = np.asarray(logprobs, dtype=np.float64)
+    scores = raw / np.asarray(lengths, dtype=np.float64) if length_normalize else raw
+    return scores, softmax(scores), float(np.sum(np.exp(raw)))
+
+
+def build_answer(plan: QuestionPlan, probs: np.ndarray, option_mass: float) -> NoulAnswer | ChoiceAnswer | ScoreAnswer:
+    """Shape probabilities over `plan.keys` into the System One answer for the question type."""
+    p = [float(x) for x in probs]
+    probabilities = dict(zip(plan.keys, p))
+    top = int(np.argmax(probs))
+    if plan.kind == "noul":
+        return NoulAnswer(noul=probabilities["true"], probabilities=probabilities, option_mass=option_mass)
+    if plan.kind == "choice":
+        return ChoiceAnswer(choice=plan.keys[top], confidence=p[top], probabilities=probabilities, option_mass=option_mass)
+    expected = float(sum(i * pi for i, pi in enumerate(p)))
+    return ScoreAnswer(score=expected, confidence=p[top], legend=plan.legend, probabilities=probabilities, option_mass=option_mass)

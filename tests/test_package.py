@@ -1,0 +1,47 @@
+"""Packaging invariants: cheap import, settings in one place, environment.yml in sync."""
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+import yaml
+
+from conftest import ROOT
+
+
+def test_import_is_cheap():
+    code = "import sys, semif_lib; print(sorted(m for m in ('llama_cpp', 'boto3', 'sagemaker', 'pandas', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_settings_read_semif_environment(monkeypatch):
+    from semif_lib.settings import Settings, env_names
+
+    monkeypatch.setattr(os, "environ", {"SEMIF_N_CTX": "2048", "SEMIF_THREADS": "3", "SEMIF_MODE": "serial"})
+    s = Settings()
+    assert (s.n_ctx, s.threads, s.mode) == (2048, 3, "serial")
+    assert env_names()["model_path"] == "SEMIF_MODEL_PATH"
+
+
+def _normalise(spec: str) -> tuple[str, str]:
+    name, version = re.match(r"^([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*(.*)$", spec.strip()).groups()
+    return name.lower().replace("_", "-"), version.replace(" ", "").replace("==", "=")
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "conda-forge" in env["channels"]
+    conda, pip = [], []
+    for dep in env["dependencies"]:
+        (pip.extend(dep["pip"]) if isinstance(dep, dict) else conda.append(dep))
+    python = [d for d in conda if d.startswith("python")]
+    assert python == ["python" + project["requires-python"]]
+    expected = {_normalise(d) for d in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    declared = {_normalise(d) for d in conda if not d.startswith("python") and d != "pip"}
+    declared |= {_normalise(d) for d in pip if not d.startswith("-e")}
+    assert declared == expected
+    assert any(d.startswith("-e") for d in pip), "the pip section installs the package itself"

@@ -1,0 +1,24 @@
+from semif_lib.prefix_cache import PrefixCache, count_common_prefix
+
+
+def test_common_prefix():
+    assert count_common_prefix([1, 2, 3], [1, 2, 4]) == 2
+    assert count_common_prefix([1, 2], [1, 2, 3]) == 2
+    assert count_common_prefix([], [1]) == 0
+
+
+def test_match_exact_partial_and_lru():
+    cache = PrefixCache(budget_tokens=100, min_shared_tokens=2)
+    a = cache.insert(list(range(40)), seq_id=1)
+    b = cache.insert(list(range(30)) + [999] * 10, seq_id=2)
+    exact = cache.match(list(range(40)))
+    assert exact.exact and exact.entry is a and exact.length == 40
+    partial = cache.match(list(range(35)) + [7])
+    assert partial.entry is a and partial.length == 35 and not partial.exact
+    assert cache.match([5, 6, 7]).entry is None
+    assert cache.pick_victim() is a  # least recently used
+    cache.touch(a)
+    assert cache.pick_victim() is b
+    b.pins = 1
+    assert cache.pick_victim() is a  # pinned entries are never evicted
+    assert cache.used_tokens == 80 and cache.fits(20) and not cache.fits(21)

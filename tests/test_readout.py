@@ -1,0 +1,40 @@
+import math
+
+import numpy as np
+import pytest
+
+from semif_lib.prompt import QuestionPlan
+from semif_lib.readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
+
+
+def test_slot_readout_by_hand():
+    row = np.array([0.0, math.log(3.0), 0.0, 0.0], dtype=np.float32)  # exp: 1, 3, 1, 1 -> Z = 6
+    logits, probs, mass = read_slot_logits(row, [1, 2])
+    assert probs == pytest.approx([0.75, 0.25])
+    assert mass == pytest.approx(4 / 6)
+    assert logits == pytest.approx([math.log(3.0), 0.0], abs=1e-6)
+
+
+def test_sequence_readout_by_hand():
+    rows = [np.log(np.array([0.5, 0.25, 0.25])), np.log(np.array([0.1, 0.1, 0.8]))]
+    assert sum_sequence_logprobs(rows, [0, 2]) == pytest.approx(math.log(0.5 * 0.8))
+    scores, probs, mass = read_sequence_scores([math.log(0.4), math.log(0.1)], [2, 1], length_normalize=False)
+    assert probs == pytest.approx([0.8, 0.2])
+    assert mass == pytest.approx(0.5)
+    scores, _, _ = read_sequence_scores([math.log(0.4), math.log(0.1)], [2, 1], length_normalize=True)
+    assert scores[0] == pytest.approx(math.log(0.4) / 2)
+
+
+def test_answer_shapes():
+    score_plan = QuestionPlan("s", "score", ["0", "1", "2"], ["0", "1", "2"], "", legend={"0": "lo", "1": "mid", "2": "hi"})
+    ans = build_answer(score_plan, np.array([0.2, 0.3, 0.5]), 0.9)
+    assert ans.score == pytest.approx(1.3) and ans.confidence == pytest.approx(0.5)
+    assert ans.legend["2"] == "hi" and isinstance(ans.probabilities["0"], float)
+    noul_plan = QuestionPlan("n", "noul", ["true", "false"], ["Yes", "No"], "")
+    ans = build_answer(noul_plan, np.array([0.7, 0.3]), 0.4)
+    assert ans.noul == pytest.approx(0.7) and ans.option_mass == pytest.approx(0.4)
+    dumped = ans.model_dump()
+    assert set(dumped) >= {"type", "noul", "probabilities", "option_mass"}
+    choice_plan = QuestionPlan("c", "choice", ["x", "y"], ["A", "B"], "")
+    ans = build_answer(choice_plan, np.array([0.1, 0.9]), 0.5)
+    assert ans.choice == "y" and ans.confidence == pytest.approx(0.9)

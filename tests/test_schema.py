@@ -1,0 +1,67 @@
+import pytest
+
+from semif_lib.errors import InvalidRequestError
+from semif_lib.schema import MAX_CHOICE_OPTIONS, parse_json_bytes, parse_request
+
+
+def _req(question):
+    return {"state": "s", "questions": {"q1": question}}
+
+
+def test_accepts_all_three_types_and_structured_content():
+    req = parse_request({
+        "model": "anything",
+        "state": {"ticket": [1, 2]},
+        "questions": {
+            "a": {"type": "noul", "instructions": "ok?"},
+            "b": {"type": "choice", "instructions": ["pick"], "criteria": {"x": None, "y": "why"}},
+            "c": {"type": "score", "instructions": {"ask": "rate"}, "criteria": ["lo", "hi"]},
+        },
+        "id": "extra keys are ignored",
+    })
+    assert list(req.questions) == ["a", "b", "c"]
+    assert list(req.questions["b"].criteria) == ["x", "y"]  # insertion order kept
+
+
+@pytest.mark.parametrize(
+    "question, field, words",
+    [
+        ({"type": "choice", "instructions": "q", "criteria": {"only": None}}, "questions.q1.criteria", "at least 2"),
+        ({"type": "choice", "instructions": "q", "criteria": {f"o{i}": None for i in range(MAX_CHOICE_OPTIONS + 1)}}, "questions.q1.criteria", "at most 255"),
+        ({"type": "score", "instructions": "q", "criteria": ["one"]}, "questions.q1.criteria", "at least 2"),
+        ({"type": "score", "instructions": "q", "criteria": [str(i) for i in range(11)]}, "questions.q1.criteria", "at most 10"),
+        ({"type": "choice", "instructions": "q", "criteria": {"a": None, " ": None}}, "questions.q1.criteria", "empty"),
+        ({"type": "choice", "instructions": "q", "criteria": {"Yes": None, "yes": None}}, "questions.q1.criteria", "duplicate"),
+        ({"type": "maybe", "instructions": "q"}, "questions.q1", "unknown question type"),
+        ({"instructions": "q"}, "questions.q1", "needs a 'type'"),
+        ({"type": "noul", "instructions": "  "}, "questions.q1.instructions", "empty"),
+    ],
+)
+def test_validation_errors_name_field_and_limit(question, field, words):
+    with pytest.raises(InvalidRequestError) as info:
+        parse_request(_req(question))
+    assert info.value.status_code == 400
+    assert info.value.field == field
+    assert words in info.value.message
+
+
+def test_needs_at_least_one_question():
+    with pytest.raises(InvalidRequestError) as info:
+        parse_request({"state": "s", "questions": {}})
+    assert info.value.field == "questions" and "at least 1" in info.value.message
+
+
+def test_duplicate_json_keys_are_rejected_not_silently_merged():
+    body = b'{"state": "s", "questions": {"q": {"type": "choice", "instructions": "i", "criteria": {"a": null, "a": null}}}}'
+    with pytest.raises(InvalidRequestError) as info:
+        parse_request(body)
+    assert "duplicate" in info.value.message and info.value.field == "a"
+
+
+def test_non_utf8_and_malformed_json():
+    with pytest.raises(InvalidRequestError, match="UTF-8"):
+        parse_json_bytes(b'{"state": "\xff"}')
+    with pytest.raises(InvalidRequestError, match="malformed JSON"):
+        parse_json_bytes(b'{"state": ')
+    with pytest.raises(InvalidRequestError, match="JSON object"):
+        parse_request(b"[1, 2]")
