@@ -540,8 +540,14 @@ class DecisionEngine:
                 self._give_seq(b)
 
     # ------------------------------------------------------------- public API
-    def score(self, request: DecisionRequest | dict | bytes | str, mode: Mode | None = None) -> DecisionResponse:
-        """Answer every question of one request; see the module docstring for the modes."""
+    def score(
+        self, request: DecisionRequest | dict | bytes | str, mode: Mode | None = None, include_logits: bool = False
+    ) -> DecisionResponse:
+        """Answer every question of one request; see the module docstring for the modes.
+
+        `include_logits` adds each answer's raw option logits (slot logits, or sequence scores)
+        under `logits`, which calibration fitting needs.
+        """
         if not isinstance(request, DecisionRequest):
             request = parse_request(request)
         mode = mode or self.settings.mode
@@ -565,7 +571,7 @@ class DecisionEngine:
                 finally:
                     self._release_prefix(entry)
             t2 = time.perf_counter()
-            answers = self._read_answers(prep)
+            answers = self._read_answers(prep, include_logits)
             self.stats["requests"] += 1
             t3 = time.perf_counter()
         timing = {
@@ -585,7 +591,7 @@ class DecisionEngine:
             model_info=self.model_info,
         )
 
-    def _read_answers(self, prep: PreparedRequest) -> dict[str, Any]:
+    def _read_answers(self, prep: PreparedRequest, include_logits: bool = False) -> dict[str, Any]:
         answers: dict[str, Any] = {}
         by_plan: dict[int, list[Job]] = {}
         for job in prep.jobs:
@@ -601,6 +607,8 @@ class DecisionEngine:
                 answer = self.calibration.apply(plan, logits, probs, mass)
             else:
                 answer = build_answer(plan, probs, mass)
+            if include_logits:
+                answer.logits = [float(x) for x in logits]
             answers[plan.qid] = answer
         return answers
 

@@ -105,6 +105,12 @@ def plan_question(
     return QuestionPlan(qid, "score", list(legend), slots, "\n".join(lines), question.readout, question.length_normalize, legend)
 
 
+def build_messages(state_text: str, block: str) -> list[dict[str, str]]:
+    """Chat messages for one question; the text path (OpenAI-style baselines) sends exactly these."""
+    user = f"State:\n{state_text}\n\nQuestion:{block}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
 class PromptRenderer:
     """Renders the shared prefix and per-question prompts with the GGUF's own chat template."""
 
@@ -127,8 +133,7 @@ class PromptRenderer:
 
     def render(self, state_text: str, block: str) -> str:
         """The whole prompt for one question, ending where the answer token goes."""
-        user = f"State:\n{state_text}\n\nQuestion:{block}"
-        return self._format([{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}])
+        return self._format(build_messages(state_text, block))
 
     def render_prefix(self, state_text: str) -> str:
         """The text every question's prompt starts with: the template up to "Question:"."""
