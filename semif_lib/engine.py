@@ -484,8 +484,14 @@ class DecisionEngine:
         return waves
 
     def _run_parallel(self, prep: PreparedRequest, seq: int) -> None:
-        base = len(prep.prefix)
-        lengths = [len(j.tokens) for j in prep.jobs]
+        self._run_branches([(job, seq, len(prep.prefix)) for job in prep.jobs])
+
+    def _run_branches(self, items: Sequence[tuple[Job, int, int]]) -> None:
+        """Fork each job from its prefix sequence (`seq_cp`) and decode all of them in as few batches as fit.
+
+        `items` are (job, prefix sequence, prefix length); jobs of several requests can share a batch.
+        """
+        lengths = [len(job.tokens) for job, _, _ in items]
         self._make_room(min(sum(lengths), self.n_batch))
         free_cells = max(self.n_ctx - self.cache.used_tokens, max(lengths))
         free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.entries() if e.pins == 0)
@@ -497,17 +503,17 @@ class DecisionEngine:
                 seqs: list[tuple[int, ...]] = []
                 want: list[bool] = []
                 for b, idx in zip(branches, wave):
-                    job = prep.jobs[idx]
-                    self._lib.llama_memory_seq_cp(self._mem, seq, b, -1, -1)
+                    job, src, base = items[idx]
+                    self._lib.llama_memory_seq_cp(self._mem, src, b, -1, -1)
                     reads = set(job.read_offsets)
                     tokens += job.tokens
                     pos += range(base, base + len(job.tokens))
                     seqs += [(b,)] * len(job.tokens)
                     want += [k in reads for k in range(len(job.tokens))]
-                rows = self._decode(tokens, pos, seqs, want)
-                it = iter(rows)
+                rows = iter(self._decode(tokens, pos, seqs, want))
                 for idx in wave:
-                    prep.jobs[idx].rows = [next(it) for _ in prep.jobs[idx].read_offsets]
+                    job = items[idx][0]
+                    job.rows = [next(rows) for _ in job.read_offsets]
             finally:
                 for b in branches:
                     self._give_seq(b)
@@ -590,6 +596,66 @@ class DecisionEngine:
             timing=timing,
             model_info=self.model_info,
         )
+
+    def score_batch(
+        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: Mode | None = None
+    ) -> list[DecisionResponse | SemifError]:
+        """Score several requests; in parallel mode their branches decode together in shared batches.
+
+        A request that fails (bad input, too long) gets its error in its slot; the others still run.
+        Requests about the same state share one cached prefix.
+        """
+        mode = mode or self.settings.mode
+        if mode != "parallel" or len(requests) == 1:
+            out: list[DecisionResponse | SemifError] = []
+            for request in requests:
+                try:
+                    out.append(self.score(request, mode=mode))
+                except SemifError as exc:
+                    out.append(exc)
+            return out
+        with self._lock:
+            t0 = time.perf_counter()
+            results: list[DecisionResponse | SemifError | None] = [None] * len(requests)
+            prepared: list[tuple[int, PreparedRequest]] = []
+            for i, request in enumerate(requests):
+                try:
+                    req = request if isinstance(request, DecisionRequest) else parse_request(request)
+                    prepared.append((i, self.prepare(req)))
+                except SemifError as exc:
+                    results[i] = exc
+            held: list[tuple[int, PreparedRequest, Any, int]] = []
+            try:
+                for i, prep in prepared:
+                    try:
+                        entry, cached = self._acquire_prefix(prep.prefix)
+                    except SemifError as exc:
+                        results[i] = exc
+                        continue
+                    held.append((i, prep, entry, cached))
+                t1 = time.perf_counter()
+                items = [(job, entry.seq_id, len(prep.prefix)) for _, prep, entry, _ in held for job in prep.jobs]
+                if items:
+                    self._run_branches(items)
+            finally:
+                for _, _, entry, _ in held:
+                    self._release_prefix(entry)
+            t2 = time.perf_counter()
+            for i, prep, _, cached in held:
+                timing = {
+                    "mode": mode, "batched_requests": len(held), "prefill_s": round(t1 - t0, 6),
+                    "branches_s": round(t2 - t1, 6), "total_s": round(time.perf_counter() - t0, 6),
+                    "prefix_tokens": len(prep.prefix), "suffix_tokens": prep.suffix_lengths,
+                }
+                results[i] = DecisionResponse(
+                    model=self.model_id,
+                    answers=self._read_answers(prep),
+                    usage=Usage(input_tokens=prep.input_tokens, output_tokens=0, cached_tokens=cached),
+                    timing=timing,
+                    model_info=self.model_info,
+                )
+                self.stats["requests"] += 1
+        return [r for r in results if r is not None]
 
     def _read_answers(self, prep: PreparedRequest, include_logits: bool = False) -> dict[str, Any]:
         answers: dict[str, Any] = {}

@@ -148,3 +148,17 @@ def test_255_options_get_distinct_slots(engine):
 def test_unknown_mode_is_a_clear_error(engine):
     with pytest.raises(InvalidRequestError, match="mode must be one of"):
         engine.score(LONG_REQUEST, mode="warp")
+
+
+def test_score_batch_merges_requests_and_isolates_errors(engine, example_requests):
+    engine.clear_cache()
+    requests = example_requests[:3] + [{"state": "s", "questions": {}}, example_requests[0]]
+    batched = engine.score_batch(requests, mode="parallel")
+    assert len(batched) == len(requests)
+    assert isinstance(batched[3], InvalidRequestError) and batched[3].field == "questions"
+    assert batched[4].usage.cached_tokens == batched[4].timing["prefix_tokens"]  # same state shares the prefix
+    for request, response in zip(requests[:3], batched[:3]):
+        assert response.timing["batched_requests"] == 4
+        alone = flatten_probabilities(engine.score(request, mode="parallel"))
+        together = flatten_probabilities(response)
+        assert max(abs(alone[k] - together[k]) for k in alone) <= MAX_ABS_DIFF
