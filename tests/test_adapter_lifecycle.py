@@ -1,0 +1,88 @@
+"""The adapter's process lifecycle: SIGTERM drains, startup failures exit non-zero, a full queue answers 503."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from conftest import DATA
+from test_adapter import ADAPTER_COMMAND, assert_error, free_port, running_server, server_env, small_request
+
+SEMIF_SERVE = [sys.executable, "-m", "semif_lib.cli", "serve"]  # what the `semif serve` script runs
+
+
+def test_sigterm_during_a_request_completes_it_and_exits_0():
+    port = free_port()
+    with (DATA / "examples.jsonl").open() as fh:
+        request = json.loads(fh.readline())
+    with running_server(SEMIF_SERVE, server_env(port), port) as server:
+        result: dict = {}
+
+        def call() -> None:  # fresh mode: each question re-reads the whole state, so it takes a while
+            result["response"] = httpx.post(server.url + "/invocations?mode=fresh", json=request, timeout=120)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        deadline = time.monotonic() + 30
+        while httpx.get(server.url + "/ping", timeout=5).json()["pending"] < 1:
+            assert time.monotonic() < deadline, "the request never reached the worker"
+            time.sleep(0.01)
+        server.proc.send_signal(signal.SIGTERM)
+        caller.join(120)
+        status = server.proc.wait(60)
+        response = result["response"]
+        assert response.status_code == 200, response.text
+        assert set(response.json()["answers"]) == set(request["questions"])
+        assert status == 0, server.log()
+        assert "Shutting down" in server.log()
+
+
+def _run_until_exit(command: list[str], env: dict, timeout: float = 90) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:  # a hang is a failure, and the child is killed by run()
+        raise AssertionError(f"server did not exit within {timeout} s: {exc.stderr}") from exc
+
+
+def test_missing_model_is_a_clear_error_and_non_zero_exit(tmp_path):
+    port = free_port()
+    done = _run_until_exit(ADAPTER_COMMAND + ["--model", str(tmp_path / "nope.gguf")], server_env(port))
+    assert done.returncode == 2
+    assert "nope.gguf does not exist" in done.stderr and "SEMIF_MODEL_PATH" in done.stderr
+
+
+def test_corrupt_model_found_in_model_dir_fails_at_startup(tmp_path):
+    (tmp_path / "sub").mkdir()
+    broken = tmp_path / "sub" / "broken.gguf"  # two levels under SEMIF_MODEL_DIR, as the DLC searches
+    broken.write_bytes(b"GGUF" + b"\x00garbage" * 64)
+    port = free_port()
+    done = _run_until_exit(SEMIF_SERVE, server_env(port, SEMIF_MODEL_DIR=str(tmp_path)))
+    assert done.returncode == 2, done.stderr
+    assert "cannot load the model" in done.stderr and "broken.gguf" in done.stderr
+
+
+def test_full_queue_answers_503_with_retry_after_and_loses_nothing():
+    port = free_port()
+    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_QUEUE_SIZE="1"), port) as server:
+        def call(i: int) -> httpx.Response:
+            return httpx.post(server.url + "/invocations", json=small_request(100 + i), timeout=180)
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            responses = list(pool.map(call, range(12)))
+        busy = [r for r in responses if r.status_code == 503]
+        assert busy, "12 simultaneous requests against a queue of 1 should see a 503"
+        for r in busy:
+            assert_error(r, 503)
+            assert int(r.headers["retry-after"]) >= 1
+        for i, r in enumerate(responses):
+            if r.status_code != 503:
+                assert r.status_code == 200, r.text
+                assert r.json()["id"] == f"small-{100 + i}"
+        assert httpx.get(server.url + "/ping", timeout=5).json()["pending"] == 0
