@@ -1,0 +1,34 @@
+"""The quick benchmark runs end to end and every path answers; speed is not checked here."""
+
+import json
+
+from semif_lib.bench import PATHS, QUICK_FRESH_QUESTIONS, QUICK_STATES, load_workload
+from semif_lib.cli import main
+
+
+def test_workload_shape():
+    rows = load_workload()
+    assert len(rows) == 37
+    assert all(len(r["questions"]) == 21 and r["group_id"] for r in rows)
+    assert len({r["group_id"] for r in rows}) == 37
+    assert len(load_workload(quick=True)) == QUICK_STATES
+
+
+def test_quick_modes_benchmark_writes_complete_results(tmp_path):
+    out = tmp_path / "modes-quick.json"
+    assert main(["bench", "modes", "--quick", "--threads", "2", "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["paths"]) == set(PATHS)
+    assert doc["workload"]["states"] == QUICK_STATES
+    for path, result in doc["paths"].items():
+        expected = QUICK_STATES * (QUICK_FRESH_QUESTIONS if path == "fresh" else 21)
+        assert result["decisions"] == expected, path
+        assert result["decisions_per_s"] > 0 and result["state_p50_s"] > 0
+        if path != "fresh":
+            assert result["compared_with_fresh"] == QUICK_STATES * QUICK_FRESH_QUESTIONS
+            assert 0 <= result["max_abs_dp_vs_fresh"] <= 1
+    assert len(doc["per_state"]) == QUICK_STATES
+    assert all(len(s["suffix_tokens"]) == 21 and set(s["seconds"]) == set(PATHS) for s in doc["per_state"])
+    assert doc["cached"]["bound"] > 1 and doc["prefill_tokens_per_s"] > 0
+    assert {"best_fork_vs_fresh", "oneshot_vs_best_fork", "best_fork_vs_naive_user", "cached_fraction_of_bound"} <= set(doc["targets"])
+    assert doc["machine"]["threads"] == 2 and doc["command"].startswith("semif")
