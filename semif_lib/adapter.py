@@ -530,15 +530,34 @@ def describe_model(engine: Any) -> ModelCard:
 
 
 # ----------------------------------------------------------------- running it
-def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | None = None) -> int:
-    """Serve until SIGTERM/SIGINT; return 0 after a graceful drain, 2 if the model could not load.
+def serve_uvicorn(app: Any, host: str, port: int, on_server: Callable[[Any], None] | None = None) -> Any:
+    """Run `app` with uvicorn until SIGTERM/SIGINT, then drain in-flight requests; returns the server.
 
-    The model path is resolved before the port opens, so a missing model fails at once. uvicorn
-    re-raises the signal it caught after its graceful shutdown; a no-op handler installed first
-    turns that into a normal return, so SIGTERM ends the process with exit status 0.
+    uvicorn re-raises the signal it caught after its graceful shutdown; a no-op handler installed
+    first turns that into a normal return, so SIGTERM ends the process with exit status 0.
     """
     import uvicorn
 
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False,
+                            lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+    server = uvicorn.Server(config)
+    if on_server is not None:
+        on_server(server)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return server
+
+
+def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; return 0 after a graceful drain, 2 if the model could not load.
+
+    The model path is resolved before the port opens, so a missing model fails at once; a model
+    that fails to load (corrupt, wrong format) stops the server and gives exit status 2.
+    """
     if engine_factory is None:
         from .modelfile import find_model_path
 
@@ -553,22 +572,12 @@ def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | N
             server.should_exit = True
 
     app = create_app(settings, engine_factory, on_load_error=on_load_error)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
-    server = holder["server"] = uvicorn.Server(config)
-    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        server.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    server = serve_uvicorn(app, settings.host, settings.port, on_server=lambda srv: holder.__setitem__("server", srv))
     if failure:
         exc = failure[0]
         print(f"semif serve: error: cannot load the model: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 2
-    if not server.started:
-        return 1
-    return 0
+    return 0 if server.started else 1
 
 
 def command_serve(args: argparse.Namespace) -> int:
