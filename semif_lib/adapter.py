@@ -373,8 +373,6 @@ def create_app(
     from fastapi.responses import JSONResponse, Response
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    from . import __version__
-
     settings = settings or load_settings()
     worker = InferenceWorker(settings, engine_factory or load_engine, settings.queue_size, on_load_error)
 
@@ -389,7 +387,7 @@ def create_app(
 
     app = FastAPI(
         title="semif decision adapter",
-        version=__version__,
+        version=package_version(),
         description="Decisions as probabilities over declared options. SageMaker container contract "
         "(/ping, /invocations, /execution-parameters) and System One compatible (/v1/systemone, /v1/models).",
         lifespan=lifespan,
@@ -515,6 +513,16 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def package_version() -> str:
+    """The installed distribution's version (metadata, so it works however the package was installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("semif-workshop")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def describe_model(engine: Any) -> ModelCard:
