@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
 SINGLE_STATE = DATA_DIR / "bench_single_state.json"
+RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
 QUICK_STATES = 4
 QUICK_FRESH_QUESTIONS = 3  # fresh costs ~20x the others; its per-decision cost does not depend on how many
 PATHS = ("fresh", "serial", "parallel", "cached", "naive-user", "oneshot")
@@ -339,3 +340,43 @@ def register_cli(sub: Any) -> None:
         p.add_argument("--n-ubatch", type=int, dest="n_ubatch")
         p.add_argument("--output", type=Path, help="results file (default results/bench/<name>.json)")
         p.set_defaults(func=command_bench)
+
+
+def load_or_run(name: str, runner: Callable[[], dict[str, Any]], results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
+    """A committed results file if there is one, else a fresh run (for notebooks that must stay quick)."""
+    path = Path(results_dir) / "bench" / name
+    if path.is_file():
+        return json.loads(path.read_text())
+    return runner()
+
+
+def plot_paths(doc: dict[str, Any]) -> Any:
+    """Bar chart of decisions/s per path, with the oneshot lower bound drawn as a line."""
+    import matplotlib.pyplot as plt
+
+    paths = [p for p in doc["paths"] if p != "oneshot"]
+    rates = [doc["paths"][p]["decisions_per_s"] for p in paths]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    bars = ax.bar(paths, rates, color=["#bbbbbb" if p in ("fresh", "naive-user") else "#3b7dd8" for p in paths])
+    ax.bar_label(bars, fmt="%.2f")
+    if "oneshot" in doc["paths"]:
+        ax.axhline(doc["paths"]["oneshot"]["decisions_per_s"], color="#d8533b", linestyle="--", label="oneshot bound (one batch)")
+        ax.legend(loc="upper left")
+    ax.set_ylabel("decisions / s")
+    ax.set_title(f"{doc['workload']['states']} states x 21 criteria, {doc['machine']['threads']} threads")
+    fig.tight_layout()
+    return fig
+
+
+def plot_readout_vs_generation(doc: dict[str, Any]) -> Any:
+    """Wall time of direct readout against generating the same answers as JSON."""
+    import matplotlib.pyplot as plt
+
+    labels = ["readout\n(0 output tokens)", f"JSON generation\n({doc['generation']['output_tokens']} output tokens)"]
+    values = [doc["readout"]["median_s"], doc["generation"]["median_s"]]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bars = ax.barh(labels, values, color=["#3b7dd8", "#bbbbbb"])
+    ax.bar_label(bars, fmt="%.2f s")
+    ax.set_xlabel(f"median seconds, {doc['questions']} questions on one state")
+    fig.tight_layout()
+    return fig

@@ -21,6 +21,7 @@ Prefixes stay resident across requests in an LRU bounded by a token budget (see
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -133,6 +134,7 @@ class DecisionEngine:
         self.n_batch = lib.llama_n_batch(self._ctx)
         self.n_seq_max = lib.llama_n_seq_max(self._ctx)
         self._mem = lib.llama_get_memory(self._ctx)
+        self._tokenize_cached = functools.lru_cache(maxsize=1024)(self._tokenize_uncached)
         self._vocab = lib.llama_model_get_vocab(self._model)
         self.n_vocab = lib.llama_vocab_n_tokens(self._vocab)
         self._restore_by_state = bool(lib.llama_model_is_recurrent(self._model) or lib.llama_model_is_hybrid(self._model))
@@ -198,7 +200,14 @@ class DecisionEngine:
         return buf.raw[: max(n, 0)].decode("utf-8", "replace")
 
     def tokenize(self, text: str, add_special: bool = False) -> list[int]:
-        """Tokenize with special tokens parsed, as llama-cpp-python's chat completion does."""
+        """Tokenize with special tokens parsed, as llama-cpp-python's chat completion does.
+
+        Results are memoised (LRU): a repeated request re-renders the same 2,000-token prompts,
+        and re-tokenizing them would cost more than its cached prefill saves.
+        """
+        return list(self._tokenize_cached(text, add_special))
+
+    def _tokenize_uncached(self, text: str, add_special: bool) -> tuple[int, ...]:
         data = text.encode("utf-8")
         size = len(data) + 16
         arr = (self._lib.llama_token * size)()
@@ -207,7 +216,7 @@ class DecisionEngine:
             size = -n
             arr = (self._lib.llama_token * size)()
             n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, True)
-        return list(arr[:n])
+        return tuple(arr[:n])
 
     @property
     def model_info(self) -> dict[str, Any]:
