@@ -1,0 +1,352 @@
+"""SageMaker real-time endpoints: the llama.cpp DLC (text) and our adapter image (decisions).
+
+- `resolve_dlc_image_uri(region, variant)`: the DLC image, including the regions whose registry
+  account differs.
+- `build_container_env(llama_settings)`: `SM_LLAMA_CPP_*` through the same translation the local
+  twin uses (`llama_flags.build_sm_env`), checked against SageMaker's limits.
+- `deploy_endpoint(...)`: model -> endpoint config (with a startup health-check timeout) -> endpoint,
+  tagged and recorded in the workshop state; `wait_for_endpoint` shows progress.
+- `invoke_chat_endpoint`, `stream_chat_endpoint` (`invoke_endpoint_with_response_stream`, SSE parsed
+  by `iter_sse_events`), `invoke_decision_endpoint`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .settings import Settings, load_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .workshop import WorkshopState
+
+__all__ = [
+    "DLC_ACCOUNTS",
+    "build_chat_request",
+    "build_container_env",
+    "default_text_settings",
+    "deploy_decision_endpoint",
+    "deploy_endpoint",
+    "deploy_text_endpoint",
+    "encode_payload",
+    "invoke_chat_endpoint",
+    "invoke_decision_endpoint",
+    "iter_chat_deltas",
+    "iter_sse_events",
+    "resolve_dlc_image_uri",
+    "stream_chat_endpoint",
+    "validate_container_env",
+    "wait_for_endpoint",
+]
+
+DEFAULT_DLC_ACCOUNT = "763104351884"
+# Regions whose Deep Learning Containers live in their own registry account (opt-in regions).
+DLC_ACCOUNTS = {
+    "af-south-1": "626614931356",
+    "eu-south-1": "692866216735",
+    "me-south-1": "217643126080",
+}
+DLC_IMAGES = {  # variant -> (repository, SageMaker tag)
+    "cpu": ("llama-cpp", "server-sagemaker-cpu-v1"),
+    "cuda": ("llama-cpp", "server-sagemaker-cuda-v1"),
+    "arm64": ("llama-cpp-arm64", "server-sagemaker-cpu-v1"),
+}
+GPU_INFERENCE_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
+DLC_LLAMA_CPP_BUILD = 10433
+
+MAX_ENV_ENTRIES = 100
+MAX_ENV_VALUE_CHARS = 1024
+ENV_KEY_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+MAX_REALTIME_PAYLOAD = 6_291_456
+
+
+# ====================================================================== image URIs and environment
+def dlc_account(region: str) -> str:
+    return DLC_ACCOUNTS.get(region, DEFAULT_DLC_ACCOUNT)
+
+
+def dlc_registry(region: str) -> str:
+    """`<account>.dkr.ecr.<region>.amazonaws.com` (`.com.cn` in China): what `docker login` needs."""
+    from .aws import partition_for
+
+    return f"{dlc_account(region)}.dkr.ecr.{region}.{partition_for(region)[1]}"
+
+
+def resolve_dlc_image_uri(region: str, variant: str = "cpu") -> str:
+    """The AWS llama.cpp DLC SageMaker image for `region` and `variant` (cpu, cuda, arm64)."""
+    if variant not in DLC_IMAGES:
+        raise ValueError(f"variant must be one of {sorted(DLC_IMAGES)}, not {variant!r}")
+    if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
+        raise ValueError(f"{region!r} is not an AWS region name")
+    repository, tag = DLC_IMAGES[variant]
+    return f"{dlc_registry(region)}/{repository}:{tag}"
+
+
+def validate_container_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Check a container Environment map against SageMaker's limits; raise `ValueError` naming the entry."""
+    if len(env) > MAX_ENV_ENTRIES:
+        raise ValueError(f"Environment has {len(env)} entries; SageMaker allows at most {MAX_ENV_ENTRIES}")
+    for key, value in env.items():
+        if not isinstance(key, str) or not ENV_KEY_PATTERN.match(key):
+            raise ValueError(f"Environment key {key!r} does not match {ENV_KEY_PATTERN.pattern}")
+        if not isinstance(value, str):
+            raise ValueError(f"Environment[{key}] must be a string, got {type(value).__name__}")
+        if len(value) > MAX_ENV_VALUE_CHARS:
+            raise ValueError(f"Environment[{key}] is {len(value)} characters; SageMaker allows at most {MAX_ENV_VALUE_CHARS}")
+    return dict(env)
+
+
+def default_text_settings(variant: str = "cpu") -> dict[str, Any]:
+    """llama-server settings for the text endpoint: modest context, Jinja chat template, all layers on a GPU."""
+    settings: dict[str, Any] = {"ctx_size": 4096, "jinja": True}
+    if variant == "cuda":
+        settings["n_gpu_layers"] = 999
+    return settings
+
+
+def build_container_env(llama_settings: Mapping[str, Any] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`SM_LLAMA_CPP_*` from a settings dict (the local twin's translation) plus `extra`, validated."""
+    from .llama_flags import build_sm_env
+
+    env = build_sm_env(dict(llama_settings or {}))
+    env.update(extra or {})
+    return validate_container_env(env)
+
+
+# ====================================================================== create, wait
+def _content_hash(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def _exists(call: Callable[[], Any]) -> Any | None:
+    from .aws import is_not_found
+
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001
+        if is_not_found(exc):
+            return None
+        raise
+
+
+def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
+                    settings: Settings | None = None, state: "WorkshopState | None" = None,
+                    instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
+                    progress: bool = True) -> str:
+    """Create (or reuse) model, endpoint config and endpoint `semif-<purpose>-<run id>`; return its name.
+
+    Model and config names carry a hash of what defines them, so a redeploy with another image,
+    model or environment creates new ones and updates the endpoint in place; an unchanged
+    redeploy does nothing.
+    """
+    from .aws import make_client
+    from .iamroles import resolve_execution_role
+    from .workshop import load_state
+
+    settings = settings or load_settings()
+    state = state or load_state(settings)
+    sm = make_client("sagemaker", settings)
+    env = validate_container_env(env)
+    gpu = settings.dlc_variant == "cuda"
+    instance_type = instance_type or (settings.gpu_instance_type if gpu else settings.instance_type)
+    endpoint = state.name(purpose)
+    digest = _content_hash(image_uri, model_data_url, env, instance_type, instance_count, settings.startup_timeout_s)
+    model_name, config_name = f"{endpoint}-{digest}", f"{endpoint}-{digest}"
+    tags = state.tags()
+
+    if _exists(lambda: sm.describe_model(ModelName=model_name)) is None:
+        role = resolve_execution_role(settings, state)
+        sm.create_model(ModelName=model_name, ExecutionRoleArn=role, Tags=tags,
+                        PrimaryContainer={"Image": image_uri, "ModelDataUrl": model_data_url, "Environment": env})
+    state.record("sagemaker_model", model_name)
+
+    if _exists(lambda: sm.describe_endpoint_config(EndpointConfigName=config_name)) is None:
+        variant: dict[str, Any] = {"VariantName": "AllTraffic", "ModelName": model_name, "InstanceType": instance_type,
+                                   "InitialInstanceCount": instance_count, "InitialVariantWeight": 1.0,
+                                   "ContainerStartupHealthCheckTimeoutInSeconds": settings.startup_timeout_s}
+        if gpu:
+            variant["InferenceAmiVersion"] = GPU_INFERENCE_AMI
+        sm.create_endpoint_config(EndpointConfigName=config_name, ProductionVariants=[variant], Tags=tags)
+    state.record("sagemaker_endpoint_config", config_name)
+
+    current = _exists(lambda: sm.describe_endpoint(EndpointName=endpoint))
+    if current is None:
+        sm.create_endpoint(EndpointName=endpoint, EndpointConfigName=config_name, Tags=tags)
+    elif current.get("EndpointConfigName") != config_name:
+        sm.update_endpoint(EndpointName=endpoint, EndpointConfigName=config_name)
+    state.record("sagemaker_endpoint", endpoint, region=state.region)
+    if wait:
+        wait_for_endpoint(endpoint, settings=settings, progress=progress)
+    return endpoint
+
+
+def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: float = 3600, poll_s: float = 15,
+                      progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Poll until InService (returns the description) or Failed (raises with the failure reason)."""
+    from .aws import make_client
+
+    sm = make_client("sagemaker", settings or load_settings())
+    start = time.monotonic()
+    last = None
+    while True:
+        desc = sm.describe_endpoint(EndpointName=name)
+        status = desc["EndpointStatus"]
+        if progress and status != last:
+            log(f"[{time.monotonic() - start:6.0f} s] endpoint {name}: {status}")
+            last = status
+        if status == "InService":
+            return desc
+        if status in ("Failed", "OutOfService"):
+            raise RuntimeError(f"endpoint {name} is {status}: {desc.get('FailureReason', 'no reason given')}")
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"endpoint {name} still {status} after {timeout_s:.0f} s")
+        time.sleep(poll_s)
+
+
+def deploy_text_endpoint(settings: Settings | None = None, state: "WorkshopState | None" = None,
+                         llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
+    """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
+    from .aws import get_region
+    from .workshop import load_state
+
+    settings = settings or load_settings()
+    state = state or load_state(settings)
+    image = resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
+    env = build_container_env(llama_settings if llama_settings is not None else default_text_settings(settings.dlc_variant))
+    model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
+    return deploy_endpoint("text", image, model_data, env, settings=settings, state=state, wait=wait)
+
+
+def decision_container_env(settings: Settings) -> dict[str, str]:
+    """What the adapter container needs beyond its image defaults: GPU offload on cuda."""
+    env = {"SEMIF_MODE": settings.mode}
+    if settings.dlc_variant == "cuda":
+        env["SEMIF_N_GPU_LAYERS"] = "999"
+    return env
+
+
+def deploy_decision_endpoint(settings: Settings | None = None, state: "WorkshopState | None" = None, wait: bool = True) -> str:
+    """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
+    from .workshop import load_state
+
+    settings = settings or load_settings()
+    state = state or load_state(settings)
+    image = state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
+    model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
+    return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait)
+
+
+# ====================================================================== payloads and invocation
+def encode_payload(payload: Mapping[str, Any] | str | bytes) -> bytes:
+    """The exact bytes sent to an endpoint, local or AWS: compact UTF-8 JSON (bytes pass through)."""
+    if isinstance(payload, bytes):
+        body = payload
+    elif isinstance(payload, str):
+        body = payload.encode("utf-8")
+    else:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(body) > MAX_REALTIME_PAYLOAD:
+        raise ValueError(f"payload is {len(body)} bytes; SageMaker real-time endpoints accept {MAX_REALTIME_PAYLOAD}")
+    return body
+
+
+def build_chat_request(messages: Sequence[Mapping[str, Any]] | str, stream: bool = False, **params: Any) -> dict[str, Any]:
+    """OpenAI chat-completions body; a plain string becomes one user message."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    body: dict[str, Any] = {"messages": [dict(m) for m in messages], "max_tokens": params.pop("max_tokens", 256)}
+    body.update(params)
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> dict[str, Any]:
+    from .aws import make_client
+
+    runtime = make_client("sagemaker-runtime", settings or load_settings())
+    resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json", Body=body)
+    return json.loads(resp["Body"].read())
+
+
+def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | None = None, mode: str | None = None) -> dict[str, Any]:
+    """POST a decision request to the adapter endpoint; `mode` rides in CustomAttributes (`mode=serial`)."""
+    from .aws import make_client
+
+    runtime = make_client("sagemaker-runtime", settings or load_settings())
+    kwargs: dict[str, Any] = {"EndpointName": endpoint, "ContentType": "application/json", "Accept": "application/json", "Body": body}
+    if mode:
+        kwargs["CustomAttributes"] = f"mode={mode}"
+    resp = runtime.invoke_endpoint(**kwargs)
+    return json.loads(resp["Body"].read())
+
+
+def stream_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> Iterator[str]:
+    """Text deltas from `invoke_endpoint_with_response_stream` (the DLC relays llama-server's SSE)."""
+    from .aws import make_client
+
+    runtime = make_client("sagemaker-runtime", settings or load_settings())
+    resp = runtime.invoke_endpoint_with_response_stream(
+        EndpointName=endpoint, ContentType="application/json", Accept="text/event-stream", Body=body)
+    yield from iter_chat_deltas(iter_sse_events(iter_payload_parts(resp["Body"])))
+
+
+def iter_payload_parts(event_stream: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    """The bytes of each `PayloadPart` of a botocore response EventStream; stream errors raise."""
+    for event in event_stream:
+        if "PayloadPart" in event:
+            yield event["PayloadPart"]["Bytes"]
+        for error_key in ("ModelStreamError", "InternalStreamFailure"):
+            if error_key in event:
+                err = event[error_key]
+                raise RuntimeError(f"{error_key}: {err.get('ErrorCode', '')} {err.get('Message', '')}".strip())
+
+
+def iter_sse_events(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """Server-sent events -> JSON objects, whatever the chunk boundaries; stops at `data: [DONE]`.
+
+    Payload parts split lines anywhere (even inside a UTF-8 character), so bytes are buffered
+    until a newline. Lines other than `data:` (comments, `event:`) are skipped.
+    """
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            event = _sse_line(line)
+            if event is _DONE:
+                return
+            if event is not None:
+                yield event
+    event = _sse_line(buffer)
+    if event is not None and event is not _DONE:
+        yield event
+
+
+_DONE = object()
+
+
+def _sse_line(line: bytes) -> Any:
+    line = line.strip()
+    if not line.startswith(b"data:"):
+        return None
+    data = line[5:].strip()
+    if data == b"[DONE]":
+        return _DONE
+    if not data:
+        return None
+    return json.loads(data)
+
+
+def iter_chat_deltas(events: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """`choices[0].delta.content` of each chat-completion chunk (empty deltas skipped)."""
+    for event in events:
+        if "error" in event:
+            raise RuntimeError(f"stream error: {event['error']}")
+        for choice in event.get("choices", [])[:1]:
+            text = (choice.get("delta") or {}).get("content")
+            if text:
+                yield text

@@ -1,0 +1,206 @@
+"""Build the decision adapter image in the cloud: S3 zip -> CodeBuild (privileged, Docker) -> ECR.
+
+No Docker is needed where the notebook runs. The zip holds `container/` (Dockerfile, buildspec,
+entrypoint) and the package source; its sha256 names the image tag, so an unchanged source is
+never rebuilt and the repository can keep IMMUTABLE tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from .settings import Settings, load_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .workshop import WorkshopState
+
+__all__ = [
+    "build_adapter_image",
+    "build_source_zip",
+    "ensure_codebuild_project",
+    "ensure_ecr_repository",
+    "start_image_build",
+    "wait_for_build",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_FILES = ("pyproject.toml", "README.md")
+SOURCE_DIRS = ("container", "semif_lib")
+SKIP_PARTS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
+SKIP_SUFFIXES = {".pyc", ".so", ".log"}
+BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
+BUILD_IMAGE_ARM = "aws/codebuild/amazonlinux-aarch64-standard:3.0"
+ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
+
+
+def build_source_zip(root: Path = REPO_ROOT) -> tuple[bytes, str]:
+    """The build context as a reproducible zip (fixed timestamps, sorted names) and its sha256."""
+    files: list[Path] = [root / name for name in SOURCE_FILES if (root / name).is_file()]
+    for folder in SOURCE_DIRS:
+        files += [p for p in (root / folder).rglob("*") if p.is_file()
+                  and not (SKIP_PARTS & set(p.relative_to(root).parts)) and p.suffix not in SKIP_SUFFIXES
+                  and ".so." not in p.name]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(files):
+            info = zipfile.ZipInfo(path.relative_to(root).as_posix(), ZIP_EPOCH)
+            info.external_attr = (0o755 if path.stat().st_mode & 0o111 else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def ensure_ecr_repository(name: str, settings: Settings, state: "WorkshopState") -> dict[str, Any]:
+    """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption and the run's tags."""
+    from .aws import make_client
+
+    ecr = make_client("ecr", settings)
+    try:
+        repo = ecr.describe_repositories(repositoryNames=[name])["repositories"][0]
+    except ecr.exceptions.RepositoryNotFoundException:
+        repo = ecr.create_repository(
+            repositoryName=name, imageTagMutability="IMMUTABLE",
+            imageScanningConfiguration={"scanOnPush": True}, encryptionConfiguration={"encryptionType": "AES256"},
+            tags=[{"Key": t["Key"], "Value": t["Value"]} for t in state.tags()])["repository"]
+    state.record("ecr_repository", name, uri=repo["repositoryUri"], arn=repo["repositoryArn"])
+    return repo
+
+
+def ensure_codebuild_project(name: str, source_location: str, repo_uri: str, role_arn: str, settings: Settings,
+                             state: "WorkshopState") -> str:
+    """Privileged LINUX_CONTAINER project that runs `container/buildspec.yml` from the S3 zip."""
+    from .aws import get_account_id, get_region, make_client
+    from .deployment import dlc_registry, resolve_dlc_image_uri
+
+    cb = make_client("codebuild", settings)
+    region = get_region(settings)
+    arm = settings.dlc_variant == "arm64"
+    env_vars = {
+        "AWS_ACCOUNT_ID": get_account_id(settings),
+        "IMAGE_REPO_URI": repo_uri,
+        "BASE_IMAGE": resolve_dlc_image_uri(region, settings.dlc_variant),
+        "DLC_REGISTRY": dlc_registry(region),
+    }
+    project = {
+        "name": name,
+        "description": "semif workshop: builds the decision adapter image on the AWS llama.cpp DLC",
+        "source": {"type": "S3", "location": source_location, "buildspec": "container/buildspec.yml"},
+        "artifacts": {"type": "NO_ARTIFACTS"},
+        "environment": {
+            "type": "ARM_CONTAINER" if arm else "LINUX_CONTAINER",
+            "image": BUILD_IMAGE_ARM if arm else BUILD_IMAGE,
+            "computeType": "BUILD_GENERAL1_LARGE" if arm else settings.codebuild_compute_type,
+            "privilegedMode": True,  # docker build needs the Docker daemon
+            "environmentVariables": [{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in env_vars.items()],
+        },
+        "serviceRole": role_arn,
+        "timeoutInMinutes": 60,
+        "logsConfig": {"cloudWatchLogs": {"status": "ENABLED", "groupName": f"/aws/codebuild/{name}"}},
+        "tags": [{"key": t["Key"], "value": t["Value"]} for t in state.tags()],
+    }
+    if cb.batch_get_projects(names=[name]).get("projects"):
+        project.pop("tags")
+        cb.update_project(**project)
+    else:
+        cb.create_project(**project)
+    state.record("codebuild_project", name)
+    return name
+
+
+def start_image_build(project: str, image_tag: str, source_location: str, settings: Settings) -> str:
+    from .aws import make_client
+
+    cb = make_client("codebuild", settings)
+    build = cb.start_build(projectName=project, sourceLocationOverride=source_location,
+                           environmentVariablesOverride=[{"name": "IMAGE_TAG", "value": image_tag, "type": "PLAINTEXT"}])
+    return build["build"]["id"]
+
+
+def wait_for_build(build_id: str, settings: Settings, timeout_s: float = 3600, poll_s: float = 10,
+                   log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Report each phase change of a build until it finishes; raise unless it SUCCEEDED."""
+    from .aws import make_client
+
+    cb = make_client("codebuild", settings)
+    start = time.monotonic()
+    seen: tuple[str, str] | None = None
+    while True:
+        build = cb.batch_get_builds(ids=[build_id])["builds"][0]
+        now = (build.get("currentPhase", ""), build.get("buildStatus", ""))
+        if now != seen:
+            log(f"[{time.monotonic() - start:6.0f} s] build {build_id.split(':')[-1][:8]}: phase {now[0]}, status {now[1]}")
+            seen = now
+        if build.get("buildComplete") or now[1] not in ("IN_PROGRESS", ""):
+            if now[1] != "SUCCEEDED":
+                raise RuntimeError(describe_build_failure(build))
+            return build
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"CodeBuild {build_id} still {now} after {timeout_s:.0f} s")
+        time.sleep(poll_s)
+
+
+def describe_build_failure(build: dict[str, Any]) -> str:
+    """One line naming the failed phases and their messages, and the log link, from a batch_get_builds entry."""
+    failed = [p for p in build.get("phases", []) if p.get("phaseStatus") not in (None, "SUCCEEDED")]
+    detail = "; ".join(f"{p['phaseType']}: {p.get('phaseStatus')} {(p.get('contexts') or [{}])[0].get('message', '')}".strip()
+                       for p in failed)
+    logs = build.get("logs", {}).get("deepLink", "")
+    return f"CodeBuild {build.get('id')} {build.get('buildStatus')}: {detail or 'see the build log'} {logs}".strip()
+
+
+def _image_exists(repository: str, tag: str, settings: Settings) -> bool:
+    from .aws import make_client
+
+    ecr = make_client("ecr", settings)
+    try:
+        return bool(ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])["imageDetails"])
+    except (ecr.exceptions.ImageNotFoundException, ecr.exceptions.RepositoryNotFoundException):
+        return False
+
+
+def build_adapter_image(settings: Settings | None = None, state: "WorkshopState | None" = None, wait: bool = True,
+                        log: Callable[[str], None] = print) -> str:
+    """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>:<tag>`.
+
+    The tag is `<variant>-<sha12 of the source zip>`: an image already pushed for this source is
+    returned without a build.
+    """
+    from .iamroles import ensure_role
+    from .packaging import ensure_bucket
+    from .workshop import load_state
+
+    settings = settings or load_settings()
+    state = state or load_state(settings)
+    data, sha = build_source_zip()
+    tag = f"{settings.dlc_variant}-{sha[:12]}"
+    repo_name = state.name("adapter")
+    repo = ensure_ecr_repository(repo_name, settings, state)
+    image_uri = f"{repo['repositoryUri']}:{tag}"
+    if _image_exists(repo_name, tag, settings):
+        log(f"{image_uri} already built from this source: no build needed")
+        return image_uri
+
+    from .aws import make_client
+
+    bucket = ensure_bucket(settings, state)
+    key = f"{settings.s3_prefix}/build/adapter-{sha[:12]}.zip"
+    s3 = make_client("s3", settings)
+    s3.put_object(Bucket=bucket, Key=key, Body=data, ServerSideEncryption="AES256", Metadata={"source-sha256": sha})
+    state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
+    log(f"uploaded build context ({len(data) / 1024:.0f} KiB) to s3://{bucket}/{key}")
+
+    role = ensure_role(state.name("codebuild"), "codebuild-trust-policy", "codebuild-service-policy", settings, state,
+                       "semif workshop: CodeBuild reads the build zip, pulls the DLC and pushes the adapter image")
+    project = ensure_codebuild_project(state.name("adapter-build"), f"{bucket}/{key}", repo["repositoryUri"], role, settings, state)
+    build_id = start_image_build(project, tag, f"{bucket}/{key}", settings)
+    state.set("image_build_id", build_id)
+    log(f"started CodeBuild {build_id}")
+    if wait:
+        wait_for_build(build_id, settings, log=log)
+    return image_uri

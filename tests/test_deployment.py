@@ -1,0 +1,170 @@
+"""DLC image URIs, container environment limits, endpoints, invocation and SSE streaming."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moto_support import *  # noqa: F401,F403
+
+
+# ------------------------------------------------------------------ image URIs
+@pytest.mark.parametrize(
+    ("region", "variant", "uri"),
+    [
+        ("us-east-1", "cpu", "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
+        ("eu-west-1", "cuda", "763104351884.dkr.ecr.eu-west-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
+        ("us-west-2", "arm64", "763104351884.dkr.ecr.us-west-2.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
+        ("af-south-1", "cpu", "626614931356.dkr.ecr.af-south-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
+        ("eu-south-1", "cuda", "692866216735.dkr.ecr.eu-south-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
+        ("me-south-1", "arm64", "217643126080.dkr.ecr.me-south-1.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
+    ],
+)
+def test_dlc_image_uri(region, variant, uri):
+    from semif_lib.deployment import resolve_dlc_image_uri
+
+    assert resolve_dlc_image_uri(region, variant) == uri
+
+
+def test_dlc_image_uri_rejects_unknowns():
+    from semif_lib.deployment import resolve_dlc_image_uri
+
+    with pytest.raises(ValueError, match="variant"):
+        resolve_dlc_image_uri("us-east-1", "tpu")
+    with pytest.raises(ValueError, match="region"):
+        resolve_dlc_image_uri("moon-1", "cpu")
+
+
+# ------------------------------------------------------------------ environment
+def test_container_env_uses_the_twin_translation():
+    from semif_lib.deployment import build_container_env, default_text_settings
+    from semif_lib.llama_flags import translate_sm_env
+
+    env = build_container_env(default_text_settings("cuda"))
+    assert env == {"SM_LLAMA_CPP_CTX_SIZE": "4096", "SM_LLAMA_CPP_JINJA": "true", "SM_LLAMA_CPP_N_GPU_LAYERS": "999"}
+    assert translate_sm_env(env) == ["--ctx-size", "4096", "--jinja", "--n-gpu-layers", "999"]
+
+
+def test_container_env_limits():
+    from semif_lib.deployment import build_container_env, validate_container_env
+
+    assert len(validate_container_env({f"K{i}": "v" for i in range(100)})) == 100
+    with pytest.raises(ValueError, match="at most 100"):
+        validate_container_env({f"K{i}": "v" for i in range(101)})
+    assert validate_container_env({"K": "x" * 1024})
+    with pytest.raises(ValueError, match="1025 characters"):
+        validate_container_env({"K": "x" * 1025})
+    for bad in ("1ABC", "A-B", "A B", ""):
+        with pytest.raises(ValueError, match="does not match"):
+            validate_container_env({bad: "v"})
+    with pytest.raises(ValueError):
+        build_container_env({f"flag_{i}": i for i in range(101)})
+    with pytest.raises(ValueError):  # extra entries count towards the limits too
+        build_container_env({"ctx_size": 4096}, extra={"BAD-KEY": "1"})
+
+
+# ------------------------------------------------------------------ SSE streaming
+def _events(raw: bytes, cut: list[int]) -> list[dict]:
+    """A botocore response EventStream as it iterates: PayloadPart dicts, split at arbitrary bytes."""
+    parts, start = [], 0
+    for end in cut + [len(raw)]:
+        parts.append({"PayloadPart": {"Bytes": raw[start:end]}})
+        start = end
+    return parts
+
+
+def test_stream_parsing_survives_any_split():
+    from semif_lib.deployment import iter_chat_deltas, iter_payload_parts, iter_sse_events
+
+    chunks = ["Hel", "lo, ", "wörld", "!"]
+    raw = b"".join(
+        b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": c}}]}, ensure_ascii=False).encode() + b"\n\n"
+        for c in chunks
+    )
+    raw = b": keep-alive\n\n" + raw + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    umlaut = raw.index("ö".encode()) + 1  # split inside a UTF-8 character too
+    for cut in ([], [1, 7, 30], [umlaut], list(range(1, len(raw)))):
+        text = "".join(iter_chat_deltas(iter_sse_events(iter_payload_parts(_events(raw, cut)))))
+        assert text == "Hello, wörld!"
+
+
+def test_stream_errors_raise():
+    from semif_lib.deployment import iter_payload_parts
+
+    stream = [{"PayloadPart": {"Bytes": b"data: {}\n"}}, {"ModelStreamError": {"ErrorCode": "ModelError", "Message": "boom"}}]
+    with pytest.raises(RuntimeError, match="ModelError boom"):
+        list(iter_payload_parts(stream))
+
+
+def test_payload_encoding_is_compact_and_bounded():
+    from semif_lib.deployment import build_chat_request, encode_payload
+
+    body = encode_payload(build_chat_request("hi", stream=True, temperature=0))
+    assert body == b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":256,"temperature":0,"stream":true}'
+    assert encode_payload(body) is body
+    with pytest.raises(ValueError, match="6291456"):
+        encode_payload(b"x" * 6_291_457)
+
+
+# ------------------------------------------------------------------ endpoints (moto)
+def test_text_endpoint_on_the_dlc(state, aws_settings, fake_gguf):
+    from semif_lib.aws import make_client
+    from semif_lib.workshop import deploy_text_model, package_model
+
+    package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
+    name = deploy_text_model(settings=aws_settings, state=state)
+    sm = make_client("sagemaker", aws_settings)
+    endpoint = sm.describe_endpoint(EndpointName=name)
+    assert name == "semif-text-t3st01" and endpoint["EndpointStatus"] == "InService"
+    config = sm.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+    variant = config["ProductionVariants"][0]
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
+    assert variant["InstanceType"] == "ml.m5.large"
+    model = sm.describe_model(ModelName=variant["ModelName"])
+    container = model["PrimaryContainer"]
+    assert container["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"
+    assert container["ModelDataUrl"] == state.get("model_data_url")
+    assert container["Environment"]["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
+    role = model["ExecutionRoleArn"]
+    assert role.endswith(":role/semif-sagemaker-t3st01")
+    trust = make_client("iam", aws_settings).get_role(RoleName="semif-sagemaker-t3st01")["Role"]["AssumeRolePolicyDocument"]
+    assert "sagemaker.amazonaws.com" in json.dumps(trust)
+    tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=endpoint["EndpointArn"])["Tags"]}
+    assert tags["semif-run-id"] == "t3st01"
+    # an unchanged redeploy creates nothing new
+    assert deploy_text_model(settings=aws_settings, state=state) == name
+    assert len(sm.list_models()["Models"]) == 1 and len(sm.list_endpoint_configs()["EndpointConfigs"]) == 1
+
+
+def test_cuda_variant_sets_gpu_options(aws, aws_settings, fake_gguf):
+    from semif_lib.aws import make_client
+    from semif_lib.workshop import deploy_text_model, load_state, package_model
+
+    settings = aws_settings.model_copy(update={"dlc_variant": "cuda"})
+    st = load_state(settings)
+    package_model(fake_gguf, settings=settings, state=st, progress=False)
+    name = deploy_text_model(settings=settings, state=st)
+    sm = make_client("sagemaker", settings)
+    variant = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])["ProductionVariants"][0]
+    assert variant["InstanceType"] == "ml.g4dn.xlarge"
+    model = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
+    assert model["Image"].endswith("/llama-cpp:server-sagemaker-cuda-v1")
+    assert model["Environment"]["SM_LLAMA_CPP_N_GPU_LAYERS"] == "999"
+
+
+def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_gguf, example_requests):
+    """moto's runtime returns what is queued through its API: this checks the call path and decoding."""
+    import requests
+
+    from semif_lib.workshop import build_adapter_image, deploy_decision_model, invoke_decision, package_model
+
+    package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
+    build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    name = deploy_decision_model(settings=aws_settings, state=state)
+    answer = {"model": "m", "answers": {"q": {"type": "noul", "noul": 0.7}}, "usage": {"input_tokens": 3, "output_tokens": 0}}
+    queued = {"results": [{"Body": json.dumps(answer), "ContentType": "application/json", "InvokedProductionVariant": "AllTraffic"}],
+              "region": "us-east-1"}
+    requests.post("http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results", json=queued, timeout=10)
+    assert invoke_decision(example_requests[0], settings=aws_settings, state=state) == answer
+    assert name == "semif-decision-t3st01"

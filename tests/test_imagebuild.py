@@ -1,0 +1,86 @@
+"""Adapter image: build context zip, ECR repository settings, CodeBuild project and role, the build flow (moto)."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from moto_support import *  # noqa: F401,F403
+
+
+def test_source_zip_is_the_build_context_and_reproducible():
+    from semif_lib.imagebuild import build_source_zip
+
+    data, sha = build_source_zip()
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    for needed in ("container/Dockerfile", "container/buildspec.yml", "container/entrypoint.sh", "pyproject.toml",
+                   "README.md", "semif_lib/__init__.py", "semif_lib/adapter.py" if any(n == "semif_lib/adapter.py" for n in names) else "semif_lib/engine.py"):
+        assert needed in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
+    info = zipfile.ZipFile(io.BytesIO(data)).getinfo("container/entrypoint.sh")
+    assert (info.external_attr >> 16) & 0o111, "the entrypoint keeps its executable bit"
+    assert build_source_zip() == (data, sha)
+
+
+def test_codebuild_flow(state, aws_settings):
+    from semif_lib.aws import make_client
+    from semif_lib.workshop import build_adapter_image
+
+    lines: list[str] = []
+    uri = build_adapter_image(settings=aws_settings, state=state, log=lines.append)
+    assert uri.startswith("123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-t3st01:cpu-")
+    assert any("SUCCEEDED" in line for line in lines), lines
+
+    ecr = make_client("ecr", aws_settings)
+    repo = ecr.describe_repositories(repositoryNames=["semif-adapter-t3st01"])["repositories"][0]
+    assert repo["imageTagMutability"] == "IMMUTABLE"
+    assert repo["imageScanningConfiguration"]["scanOnPush"] is True
+
+    cb = make_client("codebuild", aws_settings)
+    project = cb.batch_get_projects(names=["semif-adapter-build-t3st01"])["projects"][0]
+    assert project["environment"]["privilegedMode"] is True
+    assert project["environment"]["type"] == "LINUX_CONTAINER"
+    assert project["source"]["type"] == "S3" and project["source"]["buildspec"] == "container/buildspec.yml"
+    bucket, _, key = project["source"]["location"].partition("/")
+    assert make_client("s3", aws_settings).head_object(Bucket=bucket, Key=key)["ServerSideEncryption"] == "AES256"
+    env = {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}
+    assert env["BASE_IMAGE"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"
+    assert env["DLC_REGISTRY"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com"
+    assert env["IMAGE_REPO_URI"] == repo["repositoryUri"]
+
+    iam = make_client("iam", aws_settings)
+    role = iam.get_role(RoleName="semif-codebuild-t3st01")["Role"]
+    assert project["serviceRole"] == role["Arn"]
+    assert "codebuild.amazonaws.com" in json.dumps(role["AssumeRolePolicyDocument"])
+    policy = iam.get_role_policy(RoleName="semif-codebuild-t3st01", PolicyName="semif-least-privilege")["PolicyDocument"]
+    text = json.dumps(policy)
+    assert "${" not in text and "semif-adapter-t3st01" in text and bucket in text
+    assert state.get("image_build_id")
+
+
+def test_failed_build_is_described():
+    """moto's builds always succeed, so the failure text is checked on a batch_get_builds-shaped record."""
+    from semif_lib.imagebuild import describe_build_failure
+
+    build = {"id": "p:1", "buildStatus": "FAILED", "logs": {"deepLink": "https://console/log"},
+             "phases": [{"phaseType": "PRE_BUILD", "phaseStatus": "SUCCEEDED"},
+                        {"phaseType": "BUILD", "phaseStatus": "FAILED", "contexts": [{"message": "docker build exited 1"}]}]}
+    assert describe_build_failure(build) == "CodeBuild p:1 FAILED: BUILD: FAILED docker build exited 1 https://console/log"
+
+
+def test_unchanged_source_is_not_rebuilt(state, aws_settings):
+    from semif_lib import imagebuild
+    from semif_lib.aws import make_client
+
+    _, sha = imagebuild.build_source_zip()
+    repo = imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                           "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": "sha256:" + "0" * 64},
+                           "layers": []})
+    make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=f"cpu-{sha[:12]}")
+    lines: list[str] = []
+    uri = imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lines.append)
+    assert uri == f"{repo['repositoryUri']}:cpu-{sha[:12]}"
+    assert lines == [f"{uri} already built from this source: no build needed"]
+    assert not make_client("codebuild", aws_settings).list_projects()["projects"]
