@@ -1,0 +1,451 @@
+"""Calibration of option probabilities: per-question-type temperature scaling, metrics, and the file the engine applies.
+
+Option probabilities are a softmax over the listed options: conditional on the list, not the
+chance of being right. Before gating an action on one, fit a temperature on labeled decisions
+from your own workload and check it out of fold. A temperature divides the logits, so it never
+changes the argmax: it only makes the confidences honest.
+
+Pure numpy (no scipy): NLL of a softmax is convex in the inverse temperature, so a bounded
+golden-section search finds the minimum exactly enough in ~60 evaluations.
+
+The calibration file is keyed by the model file's sha256 and `prompt.PROMPT_VERSION`; the
+probabilities it corrects belong to that model and that prompt, so loading it for any other
+model is refused with `CalibrationMismatchError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .errors import SemifError
+from .prompt import PROMPT_VERSION, QuestionPlan
+from .readout import build_answer, softmax
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import DecisionEngine
+
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "CalibrationError",
+    "CalibrationMismatchError",
+    "Calibrator",
+    "Decision",
+    "apply_temperature",
+    "bootstrap_metrics",
+    "build_calibration",
+    "compute_balanced_accuracy",
+    "compute_brier",
+    "compute_ece",
+    "compute_metrics",
+    "compute_nll",
+    "fit_temperature",
+    "fit_temperatures",
+    "hash_question",
+    "load_calibration",
+    "predict_out_of_fold",
+    "remove_prior",
+    "save_calibration",
+    "split_groups",
+]
+
+CALIBRATION_FORMAT = "semif-calibration-v1"
+KINDS = ("noul", "choice", "score")
+TEMPERATURE_BOUNDS = (0.05, 20.0)
+CONFIDENT = 0.9
+N_BINS = 10
+_EPS = 1e-12
+
+
+class CalibrationError(SemifError):
+    """A calibration file that is missing or malformed; the engine refuses to start with it."""
+
+    status_code = 503
+    error_type = "calibration_invalid"
+
+
+class CalibrationMismatchError(CalibrationError):
+    """A calibration file fitted for another model file or prompt version."""
+
+    error_type = "calibration_mismatch"
+
+
+@dataclass
+class Decision:
+    """One labeled answer: the raw option logits the engine read and the index of the right option."""
+
+    id: str
+    group_id: str
+    task: str
+    qid: str
+    kind: str
+    keys: list[str]
+    label: int
+    logits: np.ndarray
+    option_mass: float = 1.0
+    question_hash: str = ""
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        return softmax(self.logits)
+
+
+# ---------------------------------------------------------------- temperature
+def apply_temperature(logits: Sequence[float] | np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(logits / T): T > 1 softens, T < 1 sharpens, the argmax stays put."""
+    return softmax(np.asarray(logits, dtype=np.float64) / float(temperature))
+
+
+def _mean_nll(logits: Sequence[np.ndarray], labels: Sequence[int], inverse_t: float) -> float:
+    total = 0.0
+    for z, y in zip(logits, labels):
+        s = inverse_t * np.asarray(z, dtype=np.float64)
+        top = s.max()
+        total += top + math.log(float(np.exp(s - top).sum())) - s[y]
+    return total / max(1, len(labels))
+
+
+def fit_temperature(
+    logits: Sequence[Sequence[float] | np.ndarray], labels: Sequence[int], bounds: tuple[float, float] = TEMPERATURE_BOUNDS, tol: float = 1e-5
+) -> float:
+    """The temperature minimising mean NLL of `labels`, within `bounds`.
+
+    NLL(beta) = -beta*z_y + logsumexp(beta*z) is convex in beta = 1/T, so golden-section
+    search over beta is exact up to `tol`. Rows may have different option counts.
+    """
+    if not len(labels):
+        return 1.0
+    arrays = [np.asarray(z, dtype=np.float64) for z in logits]
+    lo, hi = 1.0 / bounds[1], 1.0 / bounds[0]
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = _mean_nll(arrays, labels, c), _mean_nll(arrays, labels, d)
+    while b - a > tol * max(1.0, abs(a)):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = _mean_nll(arrays, labels, c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = _mean_nll(arrays, labels, d)
+    return float(1.0 / ((a + b) / 2))
+
+
+def fit_temperatures(decisions: Sequence[Decision], min_count: int = 2) -> dict[str, float]:
+    """One temperature per question type; types with fewer than `min_count` decisions keep T = 1."""
+    out: dict[str, float] = {}
+    for kind in KINDS:
+        rows = [d for d in decisions if d.kind == kind]
+        if len(rows) >= min_count:
+            out[kind] = fit_temperature([d.logits for d in rows], [d.label for d in rows])
+    return out
+
+
+def remove_prior(logits: Sequence[float] | np.ndarray, prior: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Contextual calibration (Zhao et al. 2021): p ∝ p_raw / p_content_free, done in log space."""
+    z = np.asarray(logits, dtype=np.float64)
+    log_prior = np.log(np.clip(np.asarray(prior, dtype=np.float64), _EPS, None))
+    out = z - log_prior
+    return out - out.max()
+
+
+def hash_question(plan_block: str, kind: str) -> str:
+    """Identifies a question by its rendered suffix text, so stored priors match the served question exactly."""
+    return hashlib.sha256(f"{kind}\x00{plan_block}".encode("utf-8")).hexdigest()[:24]
+
+
+# -------------------------------------------------------------------- metrics
+def _as_rows(probs: Iterable[Sequence[float] | np.ndarray]) -> list[np.ndarray]:
+    return [np.asarray(p, dtype=np.float64) for p in probs]
+
+
+def compute_accuracy(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
+    """Share of decisions whose argmax is the label (for one label per query this is Recall@1)."""
+    rows = _as_rows(probs)
+    return float(np.mean([int(np.argmax(p)) == y for p, y in zip(rows, labels)])) if rows else float("nan")
+
+
+def compute_balanced_accuracy(predicted: Sequence[Any], expected: Sequence[Any]) -> float:
+    """Mean of per-class recall over the classes that occur in `expected`; immune to a model that always says "A"."""
+    classes: dict[Any, list[bool]] = {}
+    for p, y in zip(predicted, expected):
+        classes.setdefault(y, []).append(p == y)
+    return float(np.mean([np.mean(v) for v in classes.values()])) if classes else float("nan")
+
+
+def compute_ece(confidences: Sequence[float], correct: Sequence[bool], n_bins: int = N_BINS) -> float:
+    """Expected calibration error: bin top-1 confidence into `n_bins` equal-width bins (right-closed,
+    the first also holds 0), then sum |accuracy - mean confidence| weighted by the bin's share."""
+    conf = np.asarray(confidences, dtype=np.float64)
+    hit = np.asarray(correct, dtype=np.float64)
+    if not len(conf):
+        return float("nan")
+    bins = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        mask = bins == b
+        if mask.any():
+            ece += mask.mean() * abs(hit[mask].mean() - conf[mask].mean())
+    return float(ece)
+
+
+def compute_reliability(confidences: Sequence[float], correct: Sequence[bool], n_bins: int = N_BINS) -> list[dict[str, float]]:
+    """Per-bin count, mean confidence and accuracy: the data behind a reliability diagram."""
+    conf = np.asarray(confidences, dtype=np.float64)
+    hit = np.asarray(correct, dtype=np.float64)
+    bins = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
+    out = []
+    for b in range(n_bins):
+        mask = bins == b
+        out.append({
+            "lo": b / n_bins, "hi": (b + 1) / n_bins, "count": int(mask.sum()),
+            "confidence": float(conf[mask].mean()) if mask.any() else float("nan"),
+            "accuracy": float(hit[mask].mean()) if mask.any() else float("nan"),
+        })
+    return out
+
+
+def compute_brier(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
+    """Multi-class Brier score, sum_k (p_k - y_k)^2 averaged over decisions (0 best, 2 worst).
+
+    For yes/no this is twice the one-sided binary Brier score (p - y)^2.
+    """
+    total = []
+    for p, y in zip(_as_rows(probs), labels):
+        onehot = np.zeros_like(p)
+        onehot[y] = 1.0
+        total.append(float(np.sum((p - onehot) ** 2)))
+    return float(np.mean(total)) if total else float("nan")
+
+
+def compute_nll(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
+    """Mean negative log-likelihood of the right option (natural log; probabilities clipped at 1e-12)."""
+    vals = [-math.log(max(float(p[y]), _EPS)) for p, y in zip(_as_rows(probs), labels)]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def compute_metrics(decisions: Sequence[Decision], probs: Sequence[np.ndarray] | None = None) -> dict[str, float]:
+    """Every decision-quality number for one set: `probs` defaults to the raw softmax of each logit row."""
+    rows = _as_rows(probs) if probs is not None else [d.probabilities for d in decisions]
+    labels = [d.label for d in decisions]
+    top = [int(np.argmax(p)) for p in rows]
+    conf = [float(p[t]) for p, t in zip(rows, top)]
+    correct = [t == y for t, y in zip(top, labels)]
+    mass = np.asarray([d.option_mass for d in decisions], dtype=np.float64)
+    n = len(decisions)
+    chance = float(np.mean([1.0 / len(d.keys) for d in decisions])) if n else float("nan")
+    return {
+        "n": n,
+        "accuracy": float(np.mean(correct)) if n else float("nan"),
+        "balanced_accuracy": compute_balanced_accuracy(
+            [(d.task, d.qid, t) for d, t in zip(decisions, top)], [(d.task, d.qid, d.label) for d in decisions]
+        ),
+        "chance": chance,
+        "ece": compute_ece(conf, correct),
+        "brier": compute_brier(rows, labels),
+        "nll": compute_nll(rows, labels),
+        "mean_confidence": float(np.mean(conf)) if n else float("nan"),
+        "confident_error_rate": float(np.mean([c >= CONFIDENT and not ok for c, ok in zip(conf, correct)])) if n else float("nan"),
+        "option_mass_mean": float(mass.mean()) if n else float("nan"),
+        "option_mass_median": float(np.median(mass)) if n else float("nan"),
+        "option_mass_min": float(mass.min()) if n else float("nan"),
+        "option_mass_below_0_5": float((mass < 0.5).mean()) if n else float("nan"),
+        "top_share": _top_share(top, decisions),
+    }
+
+
+def _top_share(top: Sequence[int], decisions: Sequence[Decision]) -> float:
+    """Share of decisions that picked the most common slot position: 1.0 means "always A" (or "always Yes")."""
+    if not top:
+        return float("nan")
+    counts = np.bincount(np.asarray(top))
+    return float(counts.max() / len(top))
+
+
+def bootstrap_metrics(
+    decisions: Sequence[Decision],
+    probs: Sequence[np.ndarray] | None = None,
+    names: Sequence[str] = ("accuracy", "balanced_accuracy", "ece", "brier", "nll"),
+    n_resamples: int = 500,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict[str, tuple[float, float]]:
+    """Percentile confidence intervals, resampling whole states (`group_id`), since questions on one state are correlated."""
+    rows = _as_rows(probs) if probs is not None else [d.probabilities for d in decisions]
+    groups: dict[str, list[int]] = {}
+    for i, d in enumerate(decisions):
+        groups.setdefault(d.group_id, []).append(i)
+    keys = list(groups)
+    if len(keys) < 2:
+        return {name: (float("nan"), float("nan")) for name in names}
+    rng = np.random.default_rng(seed)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(n_resamples):
+        idx = [i for g in rng.integers(0, len(keys), len(keys)) for i in groups[keys[g]]]
+        m = compute_metrics([decisions[i] for i in idx], [rows[i] for i in idx])
+        for name in names:
+            samples[name].append(m[name])
+    return {
+        name: (float(np.nanpercentile(v, 100 * alpha / 2)), float(np.nanpercentile(v, 100 * (1 - alpha / 2))))
+        for name, v in samples.items()
+    }
+
+
+# -------------------------------------------------------------- out of fold
+def split_groups(group_ids: Sequence[str], folds: int = 5, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+    """Grouped k-fold: every state's rows land in exactly one test fold, never in train and test at once.
+
+    Groups are shuffled with `seed`, then placed largest first into the fold with the fewest
+    rows, so folds stay balanced when one long state carries many questions.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, g in enumerate(group_ids):
+        groups.setdefault(g, []).append(i)
+    keys = list(groups)
+    k = max(2, min(folds, len(keys)))
+    if len(keys) < 2:
+        raise ValueError(f"need at least 2 distinct groups for a grouped split, got {len(keys)}")
+    rng = np.random.default_rng(seed)
+    order = [keys[i] for i in rng.permutation(len(keys))]
+    order.sort(key=lambda g: -len(groups[g]))  # stable: shuffled order breaks ties
+    members: list[list[int]] = [[] for _ in range(k)]
+    for g in order:
+        target = min(range(k), key=lambda f: len(members[f]))
+        members[target].extend(groups[g])
+    all_rows = set(range(len(group_ids)))
+    return [(sorted(all_rows - set(test)), sorted(test)) for test in members]
+
+
+def predict_out_of_fold(
+    decisions: Sequence[Decision], folds: int = 5, seed: int = 0, transform: Callable[[Decision], np.ndarray] | None = None
+) -> tuple[list[np.ndarray], list[dict[str, float]]]:
+    """Calibrated probabilities for every decision from temperatures fitted without its state.
+
+    `transform` maps a decision to the logits to calibrate (default: its raw logits; the
+    evaluation passes debiased logits). Returns the probabilities and each fold's temperatures.
+    """
+    base = [transform(d) if transform else d.logits for d in decisions]
+    out: list[np.ndarray | None] = [None] * len(decisions)
+    fold_temps: list[dict[str, float]] = []
+    for train, test in split_groups([d.group_id for d in decisions], folds, seed):
+        fitted = [Decision(**{**decisions[i].__dict__, "logits": base[i]}) for i in train]
+        temps = fit_temperatures(fitted)
+        fold_temps.append(temps)
+        for i in test:
+            out[i] = apply_temperature(base[i], temps.get(decisions[i].kind, 1.0))
+    return [p for p in out if p is not None], fold_temps
+
+
+# ------------------------------------------------------------ the file itself
+def build_calibration(
+    decisions: Sequence[Decision],
+    model_sha256: str,
+    model_file: str,
+    priors: dict[str, list[float]] | None = None,
+    metrics: dict[str, Any] | None = None,
+    source: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The calibration document: temperatures per type (fitted on debiased logits when `priors` are given)."""
+    if priors:
+        fitted = [Decision(**{**d.__dict__, "logits": remove_prior(d.logits, priors[d.question_hash])}) if d.question_hash in priors else d for d in decisions]
+    else:
+        fitted = list(decisions)
+    return {
+        "format": CALIBRATION_FORMAT,
+        "model_sha256": model_sha256,
+        "model_file": model_file,
+        "prompt_version": PROMPT_VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": list(source),
+        "temperatures": fit_temperatures(fitted),
+        "counts": {kind: sum(1 for d in decisions if d.kind == kind) for kind in KINDS},
+        "priors": priors or {},
+        "metrics": metrics or {},
+    }
+
+
+def save_calibration(document: dict[str, Any], path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read_calibration(path: Path | str) -> dict[str, Any]:
+    """Parse and check the shape of a calibration file (not yet which model it belongs to)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CalibrationError(f"calibration file {path} does not exist (SEMIF_CALIBRATION)", field="calibration") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CalibrationError(f"calibration file {path} is not readable JSON: {exc}", field="calibration") from exc
+    if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
+        raise CalibrationError(f"calibration file {path} is not a {CALIBRATION_FORMAT} file", field="calibration")
+    temps = doc.get("temperatures")
+    if not isinstance(temps, dict) or any(k not in KINDS or not isinstance(v, (int, float)) or v <= 0 for k, v in temps.items()):
+        raise CalibrationError(f"calibration file {path}: temperatures must map noul/choice/score to positive numbers", field="calibration")
+    return doc
+
+
+@dataclass
+class Calibrator:
+    """Applies a calibration file to answers: optional stored content-free prior, then the type's temperature."""
+
+    temperatures: dict[str, float]
+    priors: dict[str, list[float]] = field(default_factory=dict)
+    path: str = ""
+    model_sha256: str = ""
+
+    def apply(self, plan: QuestionPlan, logits: np.ndarray, probs: np.ndarray, mass: float) -> Any:
+        """The System One answer with calibrated probabilities; the raw ones ride in `raw_probabilities`."""
+        z = np.asarray(logits, dtype=np.float64)
+        prior = self.priors.get(hash_question(plan.block, plan.kind)) if self.priors else None
+        if prior is not None and len(prior) == len(z):
+            z = remove_prior(z, prior)
+        temperature = float(self.temperatures.get(plan.kind, 1.0))
+        calibrated = apply_temperature(z, temperature)
+        answer = build_answer(plan, calibrated, mass)
+        answer.raw_probabilities = dict(zip(plan.keys, (float(x) for x in probs)))
+        answer.calibrated = True
+        answer.temperature = temperature
+        answer.debiased = prior is not None
+        return answer
+
+
+def load_calibration(path: Path | str, engine: "DecisionEngine | None" = None, model_sha256: str | None = None) -> Calibrator:
+    """Read a calibration file and refuse it unless it was fitted for this model file and prompt version."""
+    from .modelfile import hash_file
+
+    doc = read_calibration(path)
+    if doc.get("prompt_version") != PROMPT_VERSION:
+        raise CalibrationMismatchError(
+            f"calibration file {path} was fitted with prompt {doc.get('prompt_version')!r}, but this engine renders "
+            f"{PROMPT_VERSION!r}; refit it with `semif eval --calibrate`",
+            field="calibration",
+        )
+    if model_sha256 is None and engine is not None:
+        model_sha256 = hash_file(Path(engine.model_path))
+    if model_sha256 is not None and doc.get("model_sha256") != model_sha256:
+        loaded = getattr(engine, "model_path", None)
+        raise CalibrationMismatchError(
+            f"calibration file {path} was fitted for model {doc.get('model_file')!r} (sha256 {str(doc.get('model_sha256'))[:12]}…), "
+            f"not the loaded model {Path(loaded).name if loaded else ''} (sha256 {model_sha256[:12]}…); "
+            "temperatures do not transfer between models: refit with `semif eval --calibrate`",
+            field="calibration",
+        )
+    return Calibrator(
+        temperatures={k: float(v) for k, v in doc["temperatures"].items()},
+        priors={k: list(v) for k, v in (doc.get("priors") or {}).items()},
+        path=str(path),
+        model_sha256=str(doc.get("model_sha256")),
+    )

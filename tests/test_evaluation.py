@@ -1,0 +1,82 @@
+"""`semif eval` end to end on a small labeled subset with the real embedded model, and the report logic without one."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import DATA
+from semif_lib.calibration import Decision
+from semif_lib.cli import main
+from semif_lib.errors import InvalidRequestError
+from semif_lib.evaluation import evaluate_decisions, format_report, read_labeled, rotate_options
+
+LABELED = DATA / "labeled"
+
+
+def test_read_labeled_checks_every_label(tmp_path):
+    items = read_labeled(sorted(LABELED.glob("*.jsonl")))
+    assert sum(len(it.labels) for it in items) == 174
+    bad = tmp_path / "bad.jsonl"
+    line = json.loads((LABELED / "routing.jsonl").read_text().splitlines()[0])
+    line["labels"] = {"queue": "no-such-queue"}
+    bad.write_text(json.dumps(line) + "\n")
+    with pytest.raises(InvalidRequestError, match="bad.jsonl:1"):
+        read_labeled([bad])
+
+
+def test_rotate_options_keeps_every_option():
+    assert list(rotate_options({"a": 1, "b": 2, "c": 3}, 1)) == ["b", "c", "a"]
+    assert rotate_options({"a": 1, "b": 2}, 2) == {"a": 1, "b": 2}
+
+
+def test_report_without_a_model_has_every_variant():
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(40):
+        z = rng.normal(0, 2, 3)
+        rows.append(Decision(id=f"r{i}", group_id=f"s{i // 2}", task="code_search" if i % 2 else "routing", qid="q", kind="choice",
+                             keys=["a", "b", "c"], label=int(rng.integers(0, 3)), logits=z, option_mass=0.5, question_hash="h"))
+    permuted = {(d.id, d.qid): [d.probabilities, d.probabilities[::-1].copy()] for d in rows}
+    report = evaluate_decisions(rows, calibrate=True, folds=4, priors={"h": [0.5, 0.3, 0.2]}, permuted=permuted, bootstrap=20)
+    assert set(report["overall"]) == {"raw", "debiased", "calibrated_oof", "permuted_mean"}
+    assert report["tasks"]["code_search"]["raw"]["recall_at_1"] == report["tasks"]["code_search"]["raw"]["accuracy"]
+    assert report["argmax_unchanged_by_temperature"] is True
+    assert 0 <= report["permutation"]["flip_rate"] <= 1
+    lo, hi = report["overall"]["raw"]["ci95"]["accuracy"]
+    assert lo <= report["overall"]["raw"]["accuracy"] <= hi
+    assert "calibrated_oof" in format_report(report)
+
+
+def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
+    """Every flag at once, on 8 requests; then the engine serves the file it wrote, calibrated."""
+    subset = tmp_path / "subset.jsonl"
+    lines = []
+    for name, n in (("routing", 3), ("severity", 3), ("code_search", 2)):
+        lines += (LABELED / f"{name}.jsonl").read_text().splitlines()[:n]
+    subset.write_text("\n".join(lines) + "\n")
+    report_path, cal_path = tmp_path / "report.json", tmp_path / "cal.json"
+    rc = main(["eval", str(subset), "--calibrate", "--folds", "2", "--permute", "2", "--debias", "--bootstrap", "20",
+               "--output", str(report_path), "--calibration-out", str(cal_path), "--threads", "2", "--n-ctx", "2048", "--quiet"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "calibrated_oof" in out and "json_generation" in out and "flip rate" in out
+    report = json.loads(report_path.read_text())
+    assert report["counts"] == {"requests": 8, "decisions": 8, "states": 8}
+    assert set(report["tasks"]) == {"routing", "severity", "code_search"}
+    assert "recall_at_1" in report["tasks"]["code_search"]["raw"]
+    assert 0 <= report["json_baseline"]["all"]["invalid_json_rate"] <= 1
+    assert report["command"].startswith("semif eval") and "--calibrate" in report["command"]
+    assert report_path.with_suffix(".png").stat().st_size > 10_000
+
+    from semif_lib.engine import DecisionEngine
+    from semif_lib.settings import Settings
+
+    doc = json.loads(cal_path.read_text())
+    assert doc["model_sha256"] == report["model"]["sha256"] and doc["priors"]
+    settings = Settings(n_ctx=2048, threads=2, calibration=cal_path, model_dir=tmp_path)
+    with DecisionEngine(settings) as engine:
+        request = json.loads(lines[0])
+        answer = engine.score(request).answers["queue"]
+    assert answer.calibrated is True and set(answer.raw_probabilities) == set(answer.probabilities)
+    assert sum(answer.probabilities.values()) == pytest.approx(1.0)
