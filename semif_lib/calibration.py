@@ -437,9 +437,10 @@ def load_calibration(path: Path | str, engine: "DecisionEngine | None" = None, m
         model_sha256 = hash_file(Path(engine.model_path))
     if model_sha256 is not None and doc.get("model_sha256") != model_sha256:
         loaded = getattr(engine, "model_path", None)
+        name = f"{Path(loaded).name} " if loaded else ""
         raise CalibrationMismatchError(
             f"calibration file {path} was fitted for model {doc.get('model_file')!r} (sha256 {str(doc.get('model_sha256'))[:12]}…), "
-            f"not the loaded model {Path(loaded).name if loaded else ''} (sha256 {model_sha256[:12]}…); "
+            f"not the loaded model {name}(sha256 {model_sha256[:12]}…); "
             "temperatures do not transfer between models: refit with `semif eval --calibrate`",
             field="calibration",
         )

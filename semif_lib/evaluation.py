@@ -391,8 +391,14 @@ def format_report(report: dict[str, Any]) -> str:
     text = pd.DataFrame(rows).astype(str).to_string(index=False)
     lines = [text]
     if "temperatures" in report:
+        from .calibration import TEMPERATURE_BOUNDS
+
         temps = ", ".join(f"{k}={v:.3g}" for k, v in report["temperatures"].items())
         lines.append(f"fitted temperatures (all rows): {temps}")
+        if any(v >= 0.99 * TEMPERATURE_BOUNDS[1] for v in report["temperatures"].values()):
+            lines.append(f"  T at the upper bound {TEMPERATURE_BOUNDS[1]:g}: the ranking carries almost no information, so calibration flattens it to the base rate")
+        if any(v <= 1.01 * TEMPERATURE_BOUNDS[0] for v in report["temperatures"].values()):
+            lines.append(f"  T at the lower bound {TEMPERATURE_BOUNDS[0]:g}: the fit rows are (nearly) all right; add labeled rows before trusting it")
     if "permutation" in report:
         p = report["permutation"]
         lines.append(f"option-order rotations: {p['orders']} per choice question, argmax flip rate {p['flip_rate']:.2f} over {p['decisions']} decisions")
@@ -420,13 +426,16 @@ def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], pa
         acc = [b["accuracy"] if b["count"] else 0.0 for b in bins]
         ax.bar(centers, acc, width=1 / N_BINS, edgecolor="black", color="#4c72b0", alpha=0.8, label="accuracy")
         ax.plot([b["confidence"] for b in bins if b["count"]], [b["accuracy"] for b in bins if b["count"]], "o", color="#dd8452", label="mean conf.")
+        for x, b in zip(centers, bins):  # a bar over one decision is noise: say how many it holds
+            if b["count"]:
+                ax.text(x, min(b["accuracy"], 0.9) + 0.02, str(b["count"]), ha="center", fontsize=7)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_title(f"{name}\nECE {compute_ece(conf, correct):.3f}, n={len(conf)}", fontsize=10)
         ax.set_xlabel("top-1 confidence")
         if col == 0:
             ax.set_ylabel("accuracy")
-            ax.legend(loc="upper left", fontsize=8)
+            ax.legend(loc="upper left", fontsize=8, title="n = decisions per bin", title_fontsize=7)
         hx = axes[1][col]
         hx.hist(np.asarray(conf, dtype=float), bins=np.linspace(0, 1, N_BINS + 1), color="#55a868", edgecolor="black")
         hx.set_xlim(0, 1)
@@ -468,6 +477,25 @@ def variant_probabilities(decisions: Sequence["Decision"], report: dict[str, Any
     return out
 
 
+def reliability_sets(decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None = None) -> dict[str, tuple[list[float], list[bool]]]:
+    """(confidence, correct) for raw, debiased and out-of-fold calibrated answers, with the report's folds and seed."""
+    options = report.get("options", {})
+    variants = variant_probabilities(decisions, report, priors, options.get("folds", 5), options.get("seed", 0))
+    return collect_reliability_sets(decisions, variants)
+
+
+def write_calibration(
+    decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, path: Path | str, source: Sequence[str] = ()
+) -> Path:
+    """Fit the temperatures on every row (after the content-free priors, if any) and save the file the engine loads."""
+    from .calibration import build_calibration, save_calibration
+
+    summary = {name: {k: v for k, v in m.items() if k != "ci95"} for name, m in report["overall"].items()}
+    doc = build_calibration(decisions, report["model"]["sha256"], report["model"]["file"], priors=priors,
+                            metrics={"overall": summary, "out_of_fold": bool(report.get("options", {}).get("calibrate"))}, source=source)
+    return save_calibration(json.loads(json.dumps(doc, default=_json_default)), path)
+
+
 # --------------------------------------------------------------------- CLI
 def _json_default(value: Any) -> Any:
     if isinstance(value, tuple):
@@ -494,7 +522,6 @@ def describe_command(args: argparse.Namespace) -> str:
 
 
 def command_eval(args: argparse.Namespace) -> int:
-    from .calibration import build_calibration, save_calibration
     from .cli import engine_overrides
     from .engine import DecisionEngine
     from .settings import load_settings
@@ -516,15 +543,13 @@ def command_eval(args: argparse.Namespace) -> int:
 
     if args.calibrate:
         target = args.calibration_out or settings.results_dir / "calibration" / f"{report['model']['id']}.json"
-        doc = build_calibration(decisions, report["model"]["sha256"], report["model"]["file"], priors=priors,
-                                metrics={"overall": {k: v for k, v in report["overall"].items()}}, source=[str(p) for p in args.input])
-        save_calibration(json.loads(json.dumps(doc, default=_json_default)), target)
+        write_calibration(decisions, report, priors, target, [str(p) for p in args.input])
         report["calibration_file"] = str(target)
         print(f"wrote calibration file {target} (use it with SEMIF_CALIBRATION={target})", file=sys.stderr)
     plot = args.plot or (args.output.with_suffix(".png") if args.output else None)
     if plot:
-        sets = collect_reliability_sets(decisions, variant_probabilities(decisions, report, priors, args.folds, args.seed))
-        plot_reliability(sets, plot, title=f"{report['model']['id']}: {report['counts']['decisions']} labeled decisions")
+        plot_reliability(reliability_sets(decisions, report, priors), plot,
+                         title=f"{report['model']['id']}: {report['counts']['decisions']} labeled decisions")
         report["plot"] = str(plot)
         print(f"wrote {plot}", file=sys.stderr)
     if args.output:
