@@ -4,7 +4,12 @@
 # a loadable module that a Python process must load with ggml_backend_load_all_from_path().
 #
 #   container/build_libllama.sh [BUILD_NUMBER] [OUT_DIR]
-#   LLAMA_CPP_LIB_PATH=.semif/llama-cpp-b10435/bin .venv/bin/python -m pytest tests/test_container_binding.py
+#   .venv/bin/python -m pytest tests/test_container_binding.py     # runs once OUT_DIR/libllama.so exists
+#
+# It also unpacks the Python bindings of llama-cpp-python $BINDING (pure Python, taken from its sdist,
+# nothing compiled) into OUT_DIR/python: the version whose llama.h matches this build, which is what
+# the container installs with -DLLAMA_BUILD=OFF. Run anything on the pair with
+#   PYTHONPATH=OUT_DIR/python LLAMA_CPP_LIB_PATH=OUT_DIR python -m semif_lib.llamabinding run pytest tests/test_engine.py
 #
 # Default 10435, the nearest published build after the DLC's b10433 (10429 is the one before).
 # Takes about 5-10 minutes on 2 cores; only libllama and ggml are built (no tools, no server).
@@ -13,6 +18,7 @@ cd "$(dirname "$0")/.."
 BUILD="${1:-10435}"
 OUT="${2:-.semif/llama-cpp-b${BUILD}}"
 PIP="${PIP:-.venv/bin/pip}"
+BINDING="${BINDING:-$(sed -n 's/^BINDING_VERSION = "\(.*\)"/\1/p' semif_lib/llamabinding.py)}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -42,5 +48,13 @@ cmake --build "$WORK/build" --config Release -j "${JOBS:-$(nproc)}"
 mkdir -p "$OUT"
 cp -a "$WORK"/build/bin/*.so* "$OUT"/
 echo "$BUILD" > "$OUT/BUILD_NUMBER"
+
+"$PIP" download --quiet --no-deps --no-binary llama-cpp-python "llama-cpp-python==${BINDING}" -d "$WORK/binding"
+tar xzf "$WORK/binding/llama_cpp_python-${BINDING}.tar.gz" -C "$WORK/binding"
+if ! diff -q "$WORK/binding/llama_cpp_python-${BINDING}/vendor/llama.cpp/include/llama.h" "$SRC/include/llama.h"; then
+  echo "warning: llama-cpp-python ${BINDING} vendors a different llama.h than llama.cpp b${BUILD}" >&2
+fi
+rm -rf "$OUT/python" && mkdir -p "$OUT/python"
+cp -a "$WORK/binding/llama_cpp_python-${BINDING}/llama_cpp" "$OUT/python/"
 echo "built llama.cpp b$BUILD into $OUT:"
 ls "$OUT"

