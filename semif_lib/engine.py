@@ -165,7 +165,11 @@ class DecisionEngine:
         if s.calibration:
             from .calibration import load_calibration  # optional module
 
-            self.calibration = load_calibration(s.calibration, self)
+            try:  # a file for another model is refused: free the model before raising
+                self.calibration = load_calibration(s.calibration, self)
+            except Exception:
+                self.close()
+                raise
 
     # ------------------------------------------------------------------ basics
     def close(self) -> None:

@@ -35,7 +35,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine import DecisionEngine
     from .settings import Settings
 
-__all__ = ["LabeledItem", "evaluate_workload", "format_report", "plot_reliability", "read_labeled", "register_cli"]
+__all__ = [
+    "LabeledItem", "evaluate_decisions", "evaluate_workload", "format_report", "load_decisions", "plot_reliability",
+    "read_labeled", "register_cli", "reliability_sets", "write_calibration",
+]
 
 CONTENT_FREE_STATES = ("N/A", "", "[MASK]")
 RECALL_TASKS = ("code_search",)
@@ -364,7 +367,24 @@ def evaluate_workload(
                          "content_free_states": list(CONTENT_FREE_STATES) if debias else [], "bootstrap": bootstrap, "seed": seed}
     report["counts"] = {"requests": len(items), "decisions": len(decisions), "states": len({d.group_id for d in decisions})}
     report["timing"] = {k: round(v, 2) for k, v in timings.items()}
+    report["decisions"] = [dump_decision(d) for d in decisions]  # enough to refit or re-plot without the model
+    report["priors"] = priors
     return report, decisions, priors
+
+
+def dump_decision(d: "Decision") -> dict[str, Any]:
+    return {"id": d.id, "group_id": d.group_id, "task": d.task, "qid": d.qid, "kind": d.kind, "keys": d.keys, "label": d.label,
+            "logits": [round(float(x), 5) for x in d.logits], "option_mass": round(d.option_mass, 6), "question_hash": d.question_hash}
+
+
+def load_decisions(report: dict[str, Any]) -> tuple[list["Decision"], dict[str, list[float]] | None]:
+    """The raw decisions and content-free priors saved in a report: refit or re-plot without loading the model."""
+    import numpy as np
+
+    from .calibration import Decision
+
+    decisions = [Decision(**{**row, "logits": np.asarray(row["logits"], dtype=np.float64)}) for row in report.get("decisions", [])]
+    return decisions, report.get("priors")
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -403,6 +423,35 @@ def format_report(report: dict[str, Any]) -> str:
         p = report["permutation"]
         lines.append(f"option-order rotations: {p['orders']} per choice question, argmax flip rate {p['flip_rate']:.2f} over {p['decisions']} decisions")
     return "\n".join(lines)
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """Two Markdown tables for a README: decisions per workload, then calibration (raw against out of fold)."""
+
+    def cell(m: dict[str, Any] | None, key: str, digits: int = 2) -> str:
+        return f"{m[key]:.{digits}f}" if m and key in m and m[key] == m[key] else "-"
+
+    rows = list(report["tasks"].items()) + [("**all**", report["overall"])]
+    base = report.get("json_baseline", {})
+    out = ["| workload | n | chance | accuracy [95% CI] | balanced acc. | top-slot share | debiased acc. | order-averaged acc. | argmax flips | JSON-generation acc. | invalid JSON |",
+           "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for task, v in rows:
+        raw = v["raw"]
+        ci = raw.get("ci95", {}).get("accuracy")
+        acc = f"{raw['accuracy']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        if task == "code_search":
+            acc += " (R@1)"
+        b = base.get("all" if task == "**all**" else task)
+        out.append(f"| {task} | {raw['n']} | {raw['chance']:.2f} | {acc} | {cell(raw, 'balanced_accuracy')} | {cell(raw, 'top_share')} | "
+                   f"{cell(v.get('debiased'), 'accuracy')} | {cell(v.get('permuted_mean'), 'accuracy')} | {cell(v.get('permuted_mean'), 'flip_rate')} | "
+                   f"{cell(b, 'accuracy')} | {cell(b, 'invalid_json_rate')} |")
+    out += ["", "| workload | ECE raw → calibrated | Brier raw → calibrated | NLL raw → calibrated | confident errors (p ≥ 0.9) | mean option mass |",
+            "|---|---|---|---|---:|---:|"]
+    for task, v in rows:
+        raw, cal = v["raw"], v.get("calibrated_oof")
+        out.append(f"| {task} | {cell(raw, 'ece', 3)} → {cell(cal, 'ece', 3)} | {cell(raw, 'brier', 3)} → {cell(cal, 'brier', 3)} | "
+                   f"{cell(raw, 'nll', 3)} → {cell(cal, 'nll', 3)} | {cell(raw, 'confident_error_rate', 3)} | {cell(raw, 'option_mass_mean', 3)} |")
+    return "\n".join(out)
 
 
 def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], path: Path | str, title: str = "") -> Path:

@@ -9,7 +9,7 @@ from conftest import DATA
 from semif_lib.calibration import Decision
 from semif_lib.cli import main
 from semif_lib.errors import InvalidRequestError
-from semif_lib.evaluation import evaluate_decisions, format_report, read_labeled, rotate_options
+from semif_lib.evaluation import evaluate_decisions, format_report, load_decisions, read_labeled, rotate_options
 
 LABELED = DATA / "labeled"
 
@@ -68,6 +68,10 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     assert 0 <= report["json_baseline"]["all"]["invalid_json_rate"] <= 1
     assert report["command"].startswith("semif eval") and "--calibrate" in report["command"]
     assert report_path.with_suffix(".png").stat().st_size > 10_000
+    decisions, priors = load_decisions(report)  # the report alone reproduces the metrics, no model needed
+    again = evaluate_decisions(decisions, priors=priors, bootstrap=0)
+    assert again["overall"]["raw"]["accuracy"] == pytest.approx(report["overall"]["raw"]["accuracy"])
+    assert again["overall"]["debiased"]["nll"] == pytest.approx(report["overall"]["debiased"]["nll"], abs=1e-3)
 
     from semif_lib.engine import DecisionEngine
     from semif_lib.settings import Settings
@@ -80,3 +84,13 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
         answer = engine.score(request).answers["queue"]
     assert answer.calibrated is True and set(answer.raw_probabilities) == set(answer.probabilities)
     assert sum(answer.probabilities.values()) == pytest.approx(1.0)
+
+
+def test_engine_refuses_a_calibration_file_for_another_model(tmp_path):
+    from semif_lib.calibration import CalibrationMismatchError, build_calibration, save_calibration
+    from semif_lib.engine import DecisionEngine
+    from semif_lib.settings import Settings
+
+    path = save_calibration(build_calibration([], model_sha256="f" * 64, model_file="bigger-model.gguf"), tmp_path / "cal.json")
+    with pytest.raises(CalibrationMismatchError, match="bigger-model.gguf"):
+        DecisionEngine(Settings(n_ctx=1024, threads=1, calibration=path, model_dir=tmp_path))
