@@ -151,7 +151,8 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
     sm = make_client("sagemaker", settings)
     env = validate_container_env(env)
     gpu = settings.dlc_variant == "cuda"
-    instance_type = instance_type or (settings.gpu_instance_type if gpu else settings.instance_type)
+    instance_type = instance_type or {"cuda": settings.gpu_instance_type, "arm64": settings.arm_instance_type}.get(
+        settings.dlc_variant, settings.instance_type)
     endpoint = state.name(purpose)
     digest = _content_hash(image_uri, model_data_url, env, instance_type, instance_count, settings.startup_timeout_s)
     model_name, config_name = f"{endpoint}-{digest}", f"{endpoint}-{digest}"

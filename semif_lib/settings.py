@@ -79,6 +79,7 @@ class Settings(BaseSettings):
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field("cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
     instance_type: str = Field("ml.c6i.xlarge", description="Real-time endpoint instance (cpu / arm64 variants).")
     gpu_instance_type: str = Field("ml.g6.xlarge", description="Real-time endpoint instance for the cuda variant.")
+    arm_instance_type: str = Field("ml.c7g.xlarge", description="Real-time endpoint instance for the arm64 variant (Graviton).")
     transform_instance_type: str = Field("ml.c6i.xlarge", description="Batch Transform instance.")
     startup_timeout_s: int = Field(600, ge=60, le=3600, description="ContainerStartupHealthCheckTimeoutInSeconds.")
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")

@@ -284,8 +284,13 @@ def extract_model_package(tarball: Path | str, dest: Path | str) -> Path:
 
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tarball, "r:gz") as tar:
-        tar.extractall(dest, filter="data")
+    with tarfile.open(tarball, "r:gz", copybufsize=8 << 20) as tar:
+        try:
+            tar.extractall(dest, filter="data")
+        except TypeError:  # Python < 3.11.4: no extraction filters; our tarballs hold one regular file
+            if any(not m.isfile() or "/" in m.name or m.name.startswith(".") for m in tar.getmembers()):
+                raise ValueError(f"{tarball} holds more than plain files at its root") from None
+            tar.extractall(dest)
     return dest
 
 
