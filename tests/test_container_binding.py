@@ -78,7 +78,7 @@ def test_adapter_serves_on_the_external_library(opt_ml_model, engine, example_re
         proc = subprocess.Popen(["bash", str(ENTRYPOINT), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for_ping(f"http://127.0.0.1:{port}", timeout_s=180, process=proc)
-        for request in example_requests[:3]:
+        for request in example_requests[:1]:
             req = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=json.dumps(request).encode(),
                                          method="POST", headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=120) as resp:

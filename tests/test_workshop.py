@@ -207,3 +207,17 @@ def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monk
         pass
     assert (path, content_type) == ("/invocations", "application/json")
     assert sent == [local_body]
+
+
+def test_cli_status_and_cleanup(tmp_path, monkeypatch, capsys):
+    from semif_lib.cli import main
+    from semif_lib.workshop import WorkshopState
+
+    monkeypatch.setenv("SEMIF_STATE_FILE", str(tmp_path / "state.json"))
+    assert main(["workshop", "status"]) == 0 and "no workshop state" in capsys.readouterr().out
+    state = WorkshopState.load(tmp_path / "state.json", "cl1abc")
+    state.record("local_process", "decision-server", pid=2 ** 22 + 7)  # a pid that is not running
+    assert main(["workshop", "status"]) == 0 and '"run_id": "cl1abc"' in capsys.readouterr().out
+    assert main(["workshop", "cleanup", "--target", "local"]) == 0
+    assert "already gone local_process decision-server" in capsys.readouterr().out
+    assert not (tmp_path / "state.json").exists()
