@@ -1,0 +1,87 @@
+"""Charts for the workshop notebooks: option probabilities of a decision, and timings per path.
+
+Both take plain response JSON (what `workshop.invoke_decision` returns) or a `DecisionResponse`,
+and return a matplotlib `Figure`. matplotlib is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["plot_probabilities", "plot_timings", "response_dict"]
+
+HIGHLIGHT = "#3b7dd8"
+MUTED = "#bbbbbb"
+ACCENT = "#d8533b"
+
+
+def response_dict(response: Any) -> dict[str, Any]:
+    """A response as JSON-like dict, whether it is one already or a pydantic `DecisionResponse`."""
+    if isinstance(response, Mapping):
+        return dict(response)
+    return response.model_dump(mode="json")
+
+
+def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = None) -> "Figure":
+    """One horizontal bar chart per question: P(option), the chosen option highlighted.
+
+    `option_mass` (the share of the full next-token distribution on the options) is shown in each
+    panel's title: a low value means the model wanted to answer something that is not listed.
+    """
+    import matplotlib.pyplot as plt
+
+    answers = response_dict(response).get("answers", {})
+    if not answers:
+        raise ValueError("the response has no answers to plot")
+    n = len(answers)
+    cols = min(max_columns, n)
+    rows = -(-n // cols)
+    heights = [len(a.get("probabilities", {})) for a in answers.values()]
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, max(1.6, 0.35 * max(heights) + 1.0) * rows), squeeze=False)
+    for ax, (qid, answer) in zip(axes.flat, answers.items()):
+        probs = answer.get("probabilities", {})
+        labels = list(probs)
+        values = [float(probs[k]) for k in labels]
+        best = max(range(len(values)), key=values.__getitem__) if values else -1
+        bars = ax.barh(labels, values, color=[HIGHLIGHT if i == best else MUTED for i in range(len(values))])
+        ax.bar_label(bars, fmt="%.2f", padding=2, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1.15)
+        mass = answer.get("option_mass")
+        ax.set_title(f"{qid} ({answer.get('type', '?')})" + (f"\noption mass {mass:.2f}" if mass is not None else ""), fontsize=9)
+        ax.tick_params(labelsize=8)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    fig.suptitle(title or f"P(option) from {response_dict(response).get('model', 'the model')}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_timings(responses: Mapping[str, Any], title: str | None = None) -> "Figure":
+    """Stacked bars of prefill and branch seconds for each labelled response (`timing` field).
+
+    Fresh mode has no shared prefill (every question evaluates its whole prompt), so its bar is all
+    branches; a cached call's prefill is near zero. `usage.cached_tokens` is written on each bar.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = list(responses)
+    docs = [response_dict(responses[k]) for k in labels]
+    prefill = [float(d.get("timing", {}).get("prefill_s", 0.0)) for d in docs]
+    total = [float(d.get("timing", {}).get("total_s", 0.0)) for d in docs]
+    rest = [max(0.0, t - p) for t, p in zip(total, prefill)]
+    fig, ax = plt.subplots(figsize=(7, 0.7 * len(labels) + 1.4))
+    ax.barh(labels, prefill, color=ACCENT, label="shared prefill")
+    bars = ax.barh(labels, rest, left=prefill, color=HIGHLIGHT, label="questions (branches / full prompts)")
+    cached = [d.get("usage", {}).get("cached_tokens", 0) for d in docs]
+    ax.bar_label(bars, labels=[f"{t:.2f} s, {c} cached tokens" for t, c in zip(total, cached)], padding=3, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(total + [1e-3]) * 1.45)
+    ax.set_xlabel("seconds on the server (response timing)")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title or "Fresh against forked", fontsize=10)
+    fig.tight_layout()
+    return fig

