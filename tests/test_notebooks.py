@@ -64,7 +64,8 @@ def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, objec
     """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nb.cells = [c for c in nb.cells if not set(c.metadata.get("tags", [])) & set(skip_tags)]
-    index = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    index = (tagged or [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "TARGET =" in c.source])[0]
     injected = [f"import sys as _sys\nassert _sys.prefix == {sys.prefix!r}, _sys.executable  # the kernel is this venv's python"]
     injected += [f"{key} = {value!r}" for key, value in (parameters or {}).items()]
     nb.cells.insert(index + 1, _code_cell("# Parameters injected by tests/test_notebooks.py\n" + "\n".join(injected),
