@@ -198,13 +198,15 @@ def test_jsonlines_one_response_per_line_in_order(client, examples):
     lines = [json.dumps(r) for r in examples]
     lines.insert(2, '{"id": "broken", "state": "x", "questions": {}}')
     lines.insert(4, "")  # blank lines are skipped, as SplitType=Line may leave them
+    odd = {**small_request(5), "id": "u2028", "state": "first\u2028second\u0085third"}  # not line breaks in JSON Lines
+    lines.append(json.dumps(odd, ensure_ascii=False))
     lines.append("not json at all")
     response = client.post("/invocations", content="\n".join(lines) + "\n", headers={"Content-Type": "application/jsonlines"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("application/jsonlines")
-    out = [json.loads(line) for line in response.text.splitlines()]
+    out = [json.loads(line) for line in response.text.split("\n") if line]
     expected_ids = [r["id"] for r in examples]
     expected_ids.insert(2, "broken")
-    expected_ids.append(f"line-{len(lines)}")
+    expected_ids += ["u2028", f"line-{len(lines)}"]
     assert [o["id"] for o in out] == expected_ids
     assert out[2]["status"] == 400 and out[2]["error"]["field"] == "questions"
     assert out[-1]["status"] == 400 and out[-1]["error"]["field"] == "body"
@@ -304,7 +306,7 @@ def test_concurrent_clients_match_single_client(server, client, examples):
 
     def bodies(case, response: httpx.Response) -> list[dict]:
         if case[0] == "jsonl":
-            return [json.loads(line) for line in response.text.splitlines()]
+            return [json.loads(line) for line in response.text.split("\n") if line]
         return [response.json()]
 
     # Single client, one request at a time: the reference.
