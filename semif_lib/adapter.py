@@ -355,6 +355,18 @@ _HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 400: "invalid_
 
 
 # ----------------------------------------------------------------- the app
+CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
+
+
+def read_custom_mode(header: str | None) -> str | None:
+    """`mode=serial` from SageMaker's CustomAttributes header (the query string does not reach the container)."""
+    for part in (header or "").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key.strip() == "mode" and value.strip():
+            return value.strip()
+    return None
+
+
 def create_app(
     settings: Settings | None = None,
     engine_factory: Callable[[Settings], Any] | None = None,
@@ -460,13 +472,13 @@ def create_app(
         },
     }
 
-    async def invoke(request: Request) -> Any:
+    async def invoke(request: Request) -> Any:  # noqa: C901 - one flow, read top to bottom
         check_auth(request)
         ctype = _content_type(request.headers.get("content-type")) or "application/json"
         jsonlines = ctype in JSONLINES_TYPES
         if not jsonlines and ctype not in JSON_TYPES:
             raise UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json, or application/jsonlines with one request per line", field="content-type")
-        mode = request.query_params.get("mode") or None
+        mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
         if mode is not None and mode not in MODES:
             raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
         body = await read_limited_body(request, settings.max_body_bytes)

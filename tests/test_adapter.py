@@ -192,6 +192,10 @@ def test_mode_query_parameter(client):
     serial = client.post("/invocations?mode=serial", json=request)
     assert serial.status_code == 200 and serial.json()["timing"]["mode"] == "serial"
     assert_error(client.post("/invocations?mode=warp", json=request), 400, "mode")
+    # On SageMaker the query string is dropped; the mode rides in CustomAttributes instead.
+    header = {"X-Amzn-SageMaker-Custom-Attributes": "trace=1; mode=fresh"}
+    fresh = client.post("/invocations", json=request, headers=header)
+    assert fresh.status_code == 200 and fresh.json()["timing"]["mode"] == "fresh"
 
 
 def test_jsonlines_one_response_per_line_in_order(client, examples):
