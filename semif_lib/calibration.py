@@ -246,8 +246,9 @@ def compute_metrics(decisions: Sequence[Decision], probs: Sequence[np.ndarray] |
     return {
         "n": n,
         "accuracy": float(np.mean(correct)) if n else float("nan"),
+        # classes are answers by name within a workload: true/false, a queue, a level
         "balanced_accuracy": compute_balanced_accuracy(
-            [(d.task, d.qid, t) for d, t in zip(decisions, top)], [(d.task, d.qid, d.label) for d in decisions]
+            [(d.task, d.keys[t]) for d, t in zip(decisions, top)], [(d.task, d.keys[d.label]) for d in decisions]
         ),
         "chance": chance,
         "ece": compute_ece(conf, correct),

@@ -170,11 +170,13 @@ def rotate_options(criteria: dict[str, Any], shift: int) -> dict[str, Any]:
 
 
 def score_permutations(
-    engine: "DecisionEngine", items: Sequence[LabeledItem], rotations: int, progress: bool = True
+    engine: "DecisionEngine", items: Sequence[LabeledItem], rotations: int, progress: bool = True,
+    original: dict[tuple[str, str], "np.ndarray"] | None = None,
 ) -> dict[tuple[str, str], list["np.ndarray"]]:
     """Probabilities (in the original option order) of each choice question under `rotations` option orders.
 
-    Rotation 0 is the original order; a question with k options gets at most k distinct rotations.
+    Rotation 0 is the original order (taken from `original` when the readout already has it);
+    a question with k options gets at most k distinct rotations.
     """
     import numpy as np
     from tqdm import tqdm
@@ -185,6 +187,10 @@ def score_permutations(
         qids = [q for q in item.labels if item.request["questions"][q].get("type") == "choice"]
         n_opts = min(len(item.request["questions"][q]["criteria"]) for q in qids)
         for shift in range(min(rotations, n_opts)):
+            if shift == 0 and original is not None and all((item.id, q) in original for q in qids):
+                for q in qids:
+                    out.setdefault((item.id, q), []).append(original[(item.id, q)])
+                continue
             questions = {q: {**item.request["questions"][q], "criteria": rotate_options(item.request["questions"][q]["criteria"], shift)} for q in qids}
             response = engine.score({"state": item.request["state"], "questions": questions})
             for q in qids:
@@ -352,7 +358,7 @@ def evaluate_workload(
     permuted = None
     if permute and permute > 1:
         t0 = time.perf_counter()
-        permuted = score_permutations(engine, items, permute, progress)
+        permuted = score_permutations(engine, items, permute, progress, original={(d.id, d.qid): d.probabilities for d in decisions})
         timings["permute_s"] = time.perf_counter() - t0
     report = evaluate_decisions(decisions, calibrate=calibrate, folds=folds, priors=priors, permuted=permuted, bootstrap=bootstrap, seed=seed)
     if baseline:
