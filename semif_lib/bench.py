@@ -342,11 +342,12 @@ def register_cli(sub: Any) -> None:
         p.set_defaults(func=command_bench)
 
 
-def load_or_run(name: str, runner: Callable[[], dict[str, Any]], results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
-    """A committed results file if there is one, else a fresh run (for notebooks that must stay quick)."""
-    path = Path(results_dir) / "bench" / name
-    if path.is_file():
-        return json.loads(path.read_text())
+def load_or_run(names: str | Sequence[str], runner: Callable[[], dict[str, Any]], results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
+    """The first committed results file found among `names`, else a fresh run (notebooks must stay quick)."""
+    for name in [names] if isinstance(names, str) else names:
+        path = Path(results_dir) / "bench" / name
+        if path.is_file():
+            return json.loads(path.read_text())
     return runner()
 
 
