@@ -629,12 +629,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv) or ["serve"]
     parser = argparse.ArgumentParser(prog="python -m semif_lib.adapter")
     register_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except SemifError as exc:
-        print(f"semif serve: error: {exc.message}", file=sys.stderr)
-        return 2
+    from .cli import run_command
+
+    return run_command(parser.parse_args(argv), prog="semif serve")
 
 
 if __name__ == "__main__":  # pragma: no cover

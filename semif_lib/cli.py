@@ -123,13 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_command(args: argparse.Namespace, prog: str = "semif") -> int:
+    """Run a parsed subcommand; a `SemifError` becomes one clear line on stderr and exit code 2."""
     try:
         return int(args.func(args) or 0)
     except SemifError as exc:
-        print(f"semif: error: {exc.message}", file=sys.stderr)
+        print(f"{prog}: error: {exc.message}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover
