@@ -381,3 +381,19 @@ def plot_readout_vs_generation(doc: dict[str, Any]) -> Any:
     ax.set_xlabel(f"median seconds, {doc['questions']} questions on one state")
     fig.tight_layout()
     return fig
+
+
+def format_markdown(doc: dict[str, Any]) -> str:
+    """The paths table and the targets as Markdown, so the README can quote a results file verbatim."""
+    rows = ["| path | decisions | decisions/s | state p50 (s) | argmax flips vs fresh | max \\|Δp\\| vs fresh |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for path, r in doc["paths"].items():
+        flips = "-" if path == "fresh" else r["argmax_flips_vs_fresh"]
+        dp = "-" if path == "fresh" else f"{r['max_abs_dp_vs_fresh']:.3f}"
+        rows.append(f"| {path} | {r['decisions']} | {r['decisions_per_s']:.3f} | {r['state_p50_s']:.2f} | {flips} | {dp} |")
+    rows += ["", "| target | measured ratio | met |", "|---|---:|---|"]
+    for name, t in doc["targets"].items():
+        if isinstance(t, dict):
+            limit = t.get("target", t.get("target_at_most"))
+            rows.append(f"| {name} (target {limit}) | {t['ratio']} | {'yes' if t['met'] else 'no'} |")
+    return "\n".join(rows)

@@ -32,3 +32,13 @@ def test_quick_modes_benchmark_writes_complete_results(tmp_path):
     assert doc["cached"]["bound"] > 1 and doc["prefill_tokens_per_s"] > 0
     assert {"best_fork_vs_fresh", "oneshot_vs_best_fork", "best_fork_vs_naive_user", "cached_fraction_of_bound"} <= set(doc["targets"])
     assert doc["machine"]["threads"] == 2 and doc["command"].startswith("semif")
+
+
+def test_markdown_quotes_the_results_file():
+    from semif_lib.bench import RESULTS_DIR, format_markdown
+
+    doc = json.loads((RESULTS_DIR / "bench" / "modes-quick.json").read_text())
+    text = format_markdown(doc)
+    for path, result in doc["paths"].items():
+        assert f"| {path} | {result['decisions']} | {result['decisions_per_s']:.3f} |" in text
+    assert text.count("| yes |") + text.count("| no |") == sum(isinstance(t, dict) for t in doc["targets"].values())
