@@ -11,7 +11,7 @@ import json
 import string
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .errors import SemifError
 from .settings import Settings
@@ -141,3 +141,27 @@ def policy_placeholders(path: Path) -> set[str]:
 
 def compact_json(document: Mapping[str, Any]) -> str:
     return json.dumps(document, separators=(",", ":"))
+
+
+def poll_status(describe: "Callable[[], dict[str, Any]]", status_key: str, done: str, failed: tuple[str, ...], label: str,
+                timeout_s: float, poll_s: float, log: "Callable[[str], None] | None" = print) -> dict[str, Any]:
+    """Call `describe` until `desc[status_key]` is `done` (returns it) or in `failed` (raises with the reason).
+
+    Logs each status change with the elapsed time, so a long SageMaker wait shows progress.
+    """
+    import time
+
+    start, last = time.monotonic(), None
+    while True:
+        desc = describe()
+        status = desc[status_key]
+        if log and status != last:
+            log(f"[{time.monotonic() - start:6.0f} s] {label}: {status}")
+            last = status
+        if status == done:
+            return desc
+        if status in failed:
+            raise RuntimeError(f"{label} is {status}: {desc.get('FailureReason') or 'no reason given'}")
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"{label} still {status} after {timeout_s:.0f} s")
+        time.sleep(poll_s)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .settings import Settings, load_settings
@@ -187,24 +186,11 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
 def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: float = 3600, poll_s: float = 15,
                       progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Poll until InService (returns the description) or Failed (raises with the failure reason)."""
-    from .aws import make_client
+    from .aws import make_client, poll_status
 
     sm = make_client("sagemaker", settings or load_settings())
-    start = time.monotonic()
-    last = None
-    while True:
-        desc = sm.describe_endpoint(EndpointName=name)
-        status = desc["EndpointStatus"]
-        if progress and status != last:
-            log(f"[{time.monotonic() - start:6.0f} s] endpoint {name}: {status}")
-            last = status
-        if status == "InService":
-            return desc
-        if status in ("Failed", "OutOfService"):
-            raise RuntimeError(f"endpoint {name} is {status}: {desc.get('FailureReason', 'no reason given')}")
-        if time.monotonic() - start > timeout_s:
-            raise TimeoutError(f"endpoint {name} still {status} after {timeout_s:.0f} s")
-        time.sleep(poll_s)
+    return poll_status(lambda: sm.describe_endpoint(EndpointName=name), "EndpointStatus", "InService",
+                       ("Failed", "OutOfService"), f"endpoint {name}", timeout_s, poll_s, log if progress else None)
 
 
 def deploy_text_endpoint(settings: Settings | None = None, state: "WorkshopState | None" = None,

@@ -53,23 +53,11 @@ def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: st
 
 def wait_for_transform(job_name: str, settings: Settings | None = None, timeout_s: float = 7200, poll_s: float = 30,
                        log: Callable[[str], None] = print) -> dict[str, Any]:
-    from .aws import make_client
+    from .aws import make_client, poll_status
 
     sm = make_client("sagemaker", settings or load_settings())
-    start, last = time.monotonic(), None
-    while True:
-        desc = sm.describe_transform_job(TransformJobName=job_name)
-        status = desc["TransformJobStatus"]
-        if status != last:
-            log(f"[{time.monotonic() - start:6.0f} s] transform {job_name}: {status}")
-            last = status
-        if status == "Completed":
-            return desc
-        if status in ("Failed", "Stopped"):
-            raise RuntimeError(f"transform job {job_name} {status}: {desc.get('FailureReason', '')}")
-        if time.monotonic() - start > timeout_s:
-            raise TimeoutError(f"transform job {job_name} still {status} after {timeout_s:.0f} s")
-        time.sleep(poll_s)
+    return poll_status(lambda: sm.describe_transform_job(TransformJobName=job_name), "TransformJobStatus", "Completed",
+                       ("Failed", "Stopped"), f"transform job {job_name}", timeout_s, poll_s, log)
 
 
 def _decision_model_name(state: "WorkshopState") -> str:
