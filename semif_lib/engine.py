@@ -35,6 +35,7 @@ from .modelfile import find_model_path
 from .prefix_cache import PrefixCache, count_common_prefix
 from .prompt import PROMPT_VERSION, PromptRenderer, QuestionPlan, generate_letter_slots, plan_question
 from .readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
+from .tokentree import TokenTree, plan_tree_waves
 from .schema import DecisionRequest, DecisionResponse, Usage, parse_request, render_content
 from .settings import Settings, load_settings
 
@@ -483,77 +484,75 @@ class DecisionEngine:
         if not self._lib.llama_state_seq_set_data(self._ctx, snapshot, len(snapshot), seq):
             raise SemifError("llama_state_seq_set_data failed to restore the prefix")
 
-    def plan_waves(self, lengths: Sequence[int], free_cells: int, free_seqs: int) -> list[list[int]]:
-        """Group branch indices into waves that fit one batch, the free KV cells and free sequences."""
-        limit = min(self.n_batch, free_cells)
-        waves: list[list[int]] = [[]]
-        used = 0
-        for i, n in enumerate(lengths):
-            if waves[-1] and (used + n > limit or len(waves[-1]) >= free_seqs):
-                waves.append([])
-                used = 0
-            waves[-1].append(i)
-            used += n
-        return waves
+    def plan_waves(self, paths: Sequence[tuple[Any, Sequence[int]]], free_cells: int, free_seqs: int) -> list[list[int]]:
+        """Group branches (prefix sequence, suffix tokens) into waves that fit one batch, the free KV cells and sequences.
+
+        Tokens that branches share after the same prefix count once (see `tokentree`).
+        """
+        return plan_tree_waves(paths, min(self.n_batch, free_cells), free_seqs)
 
     def _run_parallel(self, prep: PreparedRequest, seq: int) -> None:
         self._run_branches([(job, seq, len(prep.prefix)) for job in prep.jobs])
 
+    def _decode_tree(self, tree: TokenTree, jobs: Sequence[Job], job_rows: Sequence[list[int]], base_of: dict[Any, int],
+                     branches: Sequence[int], head: tuple[list[int], list[int], list[tuple[int, ...]]] | None = None) -> None:
+        """Decode a token tree (after optional `head` rows) and hand each job the logits rows it reads.
+
+        `base_of[root]` is the first position after a root's prefix; `branches[owner]` is each branch's sequence.
+        """
+        tokens, pos, seqs = head if head is not None else ([], [], [])
+        offset = len(tokens)
+        tokens = tokens + tree.tokens
+        pos = pos + [base_of[root] + d for root, d in zip(tree.root, tree.depth)]
+        seqs = seqs + [tuple(branches[o] for o in owners) for owners in tree.owners]
+        want = [False] * len(tokens)
+        for job, rows in zip(jobs, job_rows):
+            for off in job.read_offsets:
+                want[offset + rows[off]] = True
+        wanted = [r for r, w in enumerate(want) if w]
+        logits = dict(zip(wanted, self._decode(tokens, pos, seqs, want)))
+        for job, rows in zip(jobs, job_rows):
+            job.rows = [logits[offset + rows[off]] for off in job.read_offsets]
+        self.stats["branch_tokens"] += len(tree)
+
     def _run_branches(self, items: Sequence[tuple[Job, int, int]]) -> None:
         """Fork each job from its prefix sequence (`seq_cp`) and decode all of them in as few batches as fit.
 
-        `items` are (job, prefix sequence, prefix length); jobs of several requests can share a batch.
+        `items` are (job, prefix sequence, prefix length); jobs of several requests can share a batch,
+        and tokens that jobs share after the same prefix are decoded once (a token tree).
         """
-        lengths = [len(job.tokens) for job, _, _ in items]
-        self._make_room(min(sum(lengths), self.n_batch))
-        free_cells = max(self.n_ctx - self.cache.used_tokens, max(lengths))
+        paths = [(src, job.tokens) for job, src, _ in items]
+        self._make_room(min(sum(len(t) for _, t in paths), self.n_batch))
+        free_cells = max(self.n_ctx - self.cache.used_tokens, max(len(t) for _, t in paths))
         free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.entries() if e.pins == 0)
-        for wave in self.plan_waves(lengths, free_cells, max(1, free_seqs)):
+        for wave in self.plan_waves(paths, free_cells, max(1, free_seqs)):
             branches = [self._take_seq() for _ in wave]
             try:
-                tokens: list[int] = []
-                pos: list[int] = []
-                seqs: list[tuple[int, ...]] = []
-                want: list[bool] = []
-                for b, idx in zip(branches, wave):
-                    job, src, base = items[idx]
-                    self._lib.llama_memory_seq_cp(self._mem, src, b, -1, -1)
-                    reads = set(job.read_offsets)
-                    tokens += job.tokens
-                    pos += range(base, base + len(job.tokens))
-                    seqs += [(b,)] * len(job.tokens)
-                    want += [k in reads for k in range(len(job.tokens))]
-                rows = iter(self._decode(tokens, pos, seqs, want))
-                for idx in wave:
-                    job = items[idx][0]
-                    job.rows = [next(rows) for _ in job.read_offsets]
+                tree = TokenTree()
+                job_rows = []
+                for owner, idx in enumerate(wave):
+                    job, src, _ = items[idx]
+                    self._lib.llama_memory_seq_cp(self._mem, src, branches[owner], -1, -1)
+                    job_rows.append(tree.add_path(src, job.tokens, owner))
+                base_of = {src: base for _, src, base in items}
+                self._decode_tree(tree, [items[i][0] for i in wave], job_rows, base_of, branches)
             finally:
                 for b in branches:
                     self._give_seq(b)
-        self.stats["branch_tokens"] += sum(lengths)
 
     def _run_oneshot(self, prep: PreparedRequest) -> None:
-        """Prefix rows tagged with every branch id, then all suffixes: one batch, no cache."""
+        """Prefix rows tagged with every branch id, then the suffixes' token tree: one batch, no cache."""
         n = len(prep.jobs)
         if n > len(self._free_seqs):
             raise SemifError(f"oneshot needs {n} free sequences")
         branches = [self._free_seqs.pop() for _ in range(n)]
         try:
             base = len(prep.prefix)
-            tokens = list(prep.prefix)
-            pos = list(range(base))
-            seqs: list[tuple[int, ...]] = [tuple(branches)] * base
-            want = [False] * base
-            for b, job in zip(branches, prep.jobs):
-                reads = set(job.read_offsets)
-                tokens += job.tokens
-                pos += range(base, base + len(job.tokens))
-                seqs += [(b,)] * len(job.tokens)
-                want += [k in reads for k in range(len(job.tokens))]
-            self._make_room(len(tokens))
-            rows = iter(self._decode(tokens, pos, seqs, want))
-            for job in prep.jobs:
-                job.rows = [next(rows) for _ in job.read_offsets]
+            tree = TokenTree()
+            job_rows = [tree.add_path(0, job.tokens, owner) for owner, job in enumerate(prep.jobs)]
+            self._make_room(base + len(tree))
+            head = (list(prep.prefix), list(range(base)), [tuple(branches)] * base)
+            self._decode_tree(tree, prep.jobs, job_rows, {0: base}, branches, head)
         finally:
             for b in branches:
                 self._give_seq(b)
@@ -576,6 +575,7 @@ class DecisionEngine:
             t0 = time.perf_counter()
             prep = self.prepare(request)
             t1 = time.perf_counter()
+            branch_tokens = self.stats["branch_tokens"]
             cached = 0
             prefill_s = 0.0
             if mode == "fresh":
@@ -601,6 +601,7 @@ class DecisionEngine:
             "total_s": round(t3 - t0, 6),
             "prefix_tokens": len(prep.prefix),
             "suffix_tokens": prep.suffix_lengths,
+            "branch_tokens": self.stats["branch_tokens"] - branch_tokens,  # decoded after the prefix, shared tokens once
         }
         return DecisionResponse(
             model=self.model_id,
@@ -647,6 +648,7 @@ class DecisionEngine:
                         continue
                     held.append((i, prep, entry, cached))
                 t1 = time.perf_counter()
+                branch_tokens = self.stats["branch_tokens"]
                 items = [(job, entry.seq_id, len(prep.prefix)) for _, prep, entry, _ in held for job in prep.jobs]
                 if items:
                     self._run_branches(items)
@@ -659,6 +661,7 @@ class DecisionEngine:
                     "mode": mode, "batched_requests": len(held), "prefill_s": round(t1 - t0, 6),
                     "branches_s": round(t2 - t1, 6), "total_s": round(time.perf_counter() - t0, 6),
                     "prefix_tokens": len(prep.prefix), "suffix_tokens": prep.suffix_lengths,
+                    "branch_tokens": self.stats["branch_tokens"] - branch_tokens,  # for the whole batch
                 }
                 results[i] = DecisionResponse(
                     model=self.model_id,

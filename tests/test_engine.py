@@ -107,11 +107,35 @@ def test_restore_by_state_snapshot_matches_truncation(engine):
 
 
 def test_parallel_waves_respect_batch_and_sequence_limits(engine):
-    waves = engine.plan_waves([30] * 10, free_cells=100, free_seqs=4)
+    paths = [(0, list(range(100 * i, 100 * i + 30))) for i in range(10)]
+    waves = engine.plan_waves(paths, free_cells=100, free_seqs=4)
     assert [len(w) for w in waves] == [3, 3, 3, 1]
-    waves = engine.plan_waves([30] * 10, free_cells=10_000, free_seqs=4)
+    waves = engine.plan_waves(paths, free_cells=10_000, free_seqs=4)
     assert [len(w) for w in waves] == [4, 4, 2]
     assert sorted(i for w in waves for i in w) == list(range(10))
+    half = engine.n_batch // 2 + 1
+    long_paths = [(0, list(range(10_000 * i, 10_000 * i + half))) for i in range(4)]
+    waves = engine.plan_waves(long_paths, free_cells=100_000, free_seqs=64)
+    assert all(len(w) == 1 for w in waves)  # n_batch bounds a wave too
+
+
+def test_sequence_readout_decodes_the_shared_suffix_once(engine):
+    """Five options repeat one question suffix; the token tree decodes it once, not five times."""
+    request = {"state": LONG_STATE, "questions": {"kind": {
+        "type": "choice", "instructions": "Which team should own this incident?", "readout": "sequence",
+        "criteria": {"payments": None, "checkout": None, "search": None, "platform": None, "identity": None}}}}
+    prep = engine.prepare(parse_request(request))
+    suffix = prep.suffix_lengths["kind"]
+    options = sum(len(job.targets) for job in prep.jobs)
+    engine.clear_cache()
+    before = engine.stats["branch_tokens"]
+    parallel = engine.score(request, mode="parallel")
+    decoded = engine.stats["branch_tokens"] - before
+    assert decoded <= suffix + options < 5 * suffix
+    engine.clear_cache()
+    fresh = engine.score(request, mode="fresh")
+    a, b = flatten_probabilities(parallel), flatten_probabilities(fresh)
+    assert max(abs(a[k] - b[k]) for k in a) <= MAX_ABS_DIFF
 
 
 def test_many_questions_split_into_waves_still_answer_all(engine):
