@@ -114,6 +114,8 @@ def run_modes(
     suffix_lengths: list[int] = []
     prefix_lengths: list[int] = []
     bound_ratios: list[tuple[float, float]] = []  # (first request s, prefix+suffix tokens / suffix tokens)
+    decoded_bounds: list[float] = []  # the same bound counting the suffix tokens actually decoded (shared ones once)
+    forks: list[dict[str, float]] = []  # parallel first requests: token counts and times, for the ceiling estimate
     per_state: list[dict[str, Any]] = []
 
     def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -147,8 +149,11 @@ def run_modes(
                     record["suffix_tokens"] = tim["suffix_tokens"]
                     prefix_lengths.append(tim["prefix_tokens"])
                     suffix_lengths.extend(tim["suffix_tokens"].values())
+                    record["branch_tokens"] = tim["branch_tokens"]
                     if tim["prefill_s"] > 0:
                         prefill_rates.append(tim["prefix_tokens"] / tim["prefill_s"])
+                    forks.append({"questions": n_questions, "prefix": tim["prefix_tokens"], "suffix": sum(tim["suffix_tokens"].values()),
+                                  "decoded": tim["branch_tokens"], "prefill_s": tim["prefill_s"], "branches_s": tim["branches_s"]})
                     if "cached" in paths:
                         c_seconds, c_resp = timed(lambda: engine.score(request, mode="parallel"))
                         assert c_resp.usage.cached_tokens == tim["prefix_tokens"], "second request missed the cache"
@@ -158,6 +163,7 @@ def run_modes(
                         probs["cached"] = probabilities_of(c_resp)
                         suffix_total = sum(tim["suffix_tokens"].values())
                         bound_ratios.append((first_s / c_seconds, (tim["prefix_tokens"] + suffix_total) / suffix_total))
+                        decoded_bounds.append((tim["prefix_tokens"] + tim["branch_tokens"]) / tim["branch_tokens"])
             elif path == "naive-user":
                 seconds, out = timed(lambda: read_top_logprobs(naive_llm, request, reset=True))
                 probs[path] = out
@@ -200,9 +206,39 @@ def run_modes(
         "cached": {
             "speedup_vs_first_request": round(statistics.median(r for r, _ in bound_ratios), 3) if bound_ratios else None,
             "bound": round(statistics.median(b for _, b in bound_ratios), 3) if bound_ratios else None,
+            "bound_decoded_tokens": round(statistics.median(decoded_bounds), 3) if decoded_bounds else None,
         },
+        "fork_ceiling": estimate_fork_ceiling(forks),
         "targets": check_targets(summary, bound_ratios),
         "per_state": per_state,
+    }
+
+
+def estimate_fork_ceiling(forks: Sequence[dict[str, float]]) -> dict[str, Any] | None:
+    """How far forking can beat fresh on this workload, from token counts and the measured per-token costs.
+
+    Fresh decodes n*P + S tokens per state (every question re-reads the prefix P); a fork decodes P + D,
+    where D are the branch tokens actually decoded. At equal cost per token the ratio is
+    (n*P + S) / (P + D). A branch token attends to the whole prefix while an average prefill token
+    attends to half of it, so a branch token costs more; weighting D by that measured cost gives
+    the ceiling the hardware allows.
+    """
+    forks = [f for f in forks if f["prefill_s"] > 0 and f["decoded"] > 0]
+    if not forks:
+        return None
+    prefix = sum(f["prefix"] for f in forks)
+    decoded = sum(f["decoded"] for f in forks)
+    prefill_rate = prefix / sum(f["prefill_s"] for f in forks)
+    branch_rate = decoded / sum(f["branches_s"] for f in forks)
+    cost = prefill_rate / branch_rate
+    fresh_tokens = sum(f["questions"] * f["prefix"] + f["suffix"] for f in forks)
+    return {
+        "prefill_tokens_per_s": round(prefill_rate, 1),
+        "branch_tokens_per_s": round(branch_rate, 1),
+        "branch_token_cost_vs_prefill": round(cost, 3),
+        "suffix_tokens_shared_by_tree": round(1 - decoded / sum(f["suffix"] for f in forks), 4),
+        "fork_vs_fresh_at_equal_token_cost": round(fresh_tokens / (prefix + decoded), 2),
+        "fork_vs_fresh_at_measured_token_cost": round(fresh_tokens / (prefix + cost * decoded), 2),
     }
 
 
@@ -284,6 +320,8 @@ def format_modes_table(doc: dict[str, Any]) -> str:
                  f"max {doc['workload']['suffix_tokens_max']}; prefix tokens mean {doc['workload']['prefix_tokens_mean']}")
     for name, target in doc["targets"].items():
         lines.append(f"{name}: {target}")
+    if doc.get("fork_ceiling"):
+        lines.append(f"fork ceiling: {doc['fork_ceiling']}")
     return "\n".join(lines)
 
 
@@ -396,4 +434,10 @@ def format_markdown(doc: dict[str, Any]) -> str:
         if isinstance(t, dict):
             limit = t.get("target", t.get("target_at_most"))
             rows.append(f"| {name} (target {limit}) | {t['ratio']} | {'yes' if t['met'] else 'no'} |")
+    ceiling = doc.get("fork_ceiling")
+    if ceiling:
+        rows += ["", f"Fork against fresh, the most this workload allows: {ceiling['fork_vs_fresh_at_equal_token_cost']}x if a branch "
+                 f"token cost what a prefill token costs, {ceiling['fork_vs_fresh_at_measured_token_cost']}x at the measured cost "
+                 f"(a branch token costs {ceiling['branch_token_cost_vs_prefill']}x a prefill token; the token tree decoded "
+                 f"{100 * ceiling['suffix_tokens_shared_by_tree']:.1f} % fewer suffix tokens)."]
     return "\n".join(rows)

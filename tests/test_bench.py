@@ -32,6 +32,12 @@ def test_quick_modes_benchmark_writes_complete_results(tmp_path):
     assert doc["cached"]["bound"] > 1 and doc["prefill_tokens_per_s"] > 0
     assert {"best_fork_vs_fresh", "oneshot_vs_best_fork", "best_fork_vs_naive_user", "cached_fraction_of_bound"} <= set(doc["targets"])
     assert doc["machine"]["threads"] == 2 and doc["command"].startswith("semif")
+    ceiling = doc["fork_ceiling"]
+    assert ceiling["branch_tokens_per_s"] > 0 and ceiling["branch_token_cost_vs_prefill"] > 0
+    assert 0 <= ceiling["suffix_tokens_shared_by_tree"] < 1
+    assert 1 < ceiling["fork_vs_fresh_at_equal_token_cost"] <= 21
+    assert all(0 < s["branch_tokens"] <= sum(s["suffix_tokens"].values()) for s in doc["per_state"])
+    assert doc["cached"]["bound_decoded_tokens"] >= doc["cached"]["bound"]
 
 
 def test_markdown_quotes_the_results_file():
