@@ -400,6 +400,11 @@ def plot_paths(doc: dict[str, Any]) -> Any:
     ax.bar_label(bars, fmt="%.2f")
     if "oneshot" in doc["paths"]:
         ax.axhline(doc["paths"]["oneshot"]["decisions_per_s"], color="#d8533b", linestyle="--", label="oneshot bound (one batch)")
+    ceiling, fresh = doc.get("fork_ceiling"), doc["paths"].get("fresh", {}).get("decisions_per_s")
+    if ceiling and fresh:  # what the token counts and measured per-token costs allow a fork path
+        ax.axhline(fresh * ceiling["fork_vs_fresh_at_measured_token_cost"], color="#555555", linestyle=":",
+                   label=f"fork ceiling ({ceiling['fork_vs_fresh_at_measured_token_cost']}x fresh)")
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left")
     ax.set_ylabel("decisions / s")
     ax.set_title(f"{doc['workload']['states']} states x 21 criteria, {doc['machine']['threads']} threads")
