@@ -204,24 +204,35 @@ class DecisionEngine:
         n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
         return buf.raw[: max(n, 0)].decode("utf-8", "replace")
 
-    def tokenize(self, text: str, add_special: bool = False) -> list[int]:
-        """Tokenize with special tokens parsed, as llama-cpp-python's chat completion does.
+    def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:
+        """Tokenize, by default with special tokens parsed, as llama-cpp-python's chat completion does.
 
         Results are memoised (LRU): a repeated request re-renders the same 2,000-token prompts,
         and re-tokenizing them would cost more than its cached prefill saves.
         """
-        return list(self._tokenize_cached(text, add_special))
+        return list(self._tokenize_cached(text, add_special, parse_special))
 
-    def _tokenize_uncached(self, text: str, add_special: bool) -> tuple[int, ...]:
+    def _tokenize_uncached(self, text: str, add_special: bool, parse_special: bool = True) -> tuple[int, ...]:
         data = text.encode("utf-8")
         size = len(data) + 16
         arr = (self._lib.llama_token * size)()
-        n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, True)
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
         if n < 0:
             size = -n
             arr = (self._lib.llama_token * size)()
-            n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, True)
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
         return tuple(arr[:n])
+
+    def contains_special_text(self, text: str) -> bool:
+        """Whether `text` spells a special token (say ``<|im_end|>``) that parsing would turn into a control token."""
+        return self.tokenize(text, parse_special=True) != self.tokenize(text, parse_special=False)
+
+    def tokenize_pieces(self, pieces: Sequence[tuple[str, bool]]) -> list[int]:
+        """Tokenize (text, parse_special) pieces one by one (see `PromptRenderer.render_pieces`)."""
+        tokens: list[int] = []
+        for i, (text, special) in enumerate(pieces):
+            tokens += self.tokenize(text, self.renderer.add_bos and i == 0, special)
+        return tokens
 
     @property
     def model_info(self) -> dict[str, Any]:
@@ -243,28 +254,35 @@ class DecisionEngine:
         slot_prefix = self.renderer.slot_prefix
         plans = [plan_question(qid, q, slot_prefix, self.letter_slots) for qid, q in request.questions.items()]
         add_bos = self.renderer.add_bos
-        prefix = self.tokenize(self.renderer.render_prefix(state_text), add_bos)
-        prompts: list[tuple[str, list[int]]] = []
+        # User text that spells a control token is tokenized apart, as text; otherwise the whole
+        # prompt is tokenized in one piece, exactly as the text path (llama-server) does.
+        guarded = any(self.contains_special_text(t) for t in [state_text, *(p.block for p in plans)])
+        if guarded:
+            prefix = self.tokenize_pieces(self.renderer.render_prefix_pieces(state_text))
+        else:
+            prefix = self.tokenize(self.renderer.render_prefix(state_text), add_bos)
+        prompts: list[tuple[str, list[int], list[tuple[str, bool]] | None]] = []
         shared = len(prefix)
         for plan in plans:
             text = self.renderer.render(state_text, plan.block)
-            tokens = self.tokenize(text, add_bos)
+            pieces = self.renderer.render_pieces(state_text, plan.block) if guarded else None
+            tokens = self.tokenize_pieces(pieces) if pieces else self.tokenize(text, add_bos)
             shared = min(shared, count_common_prefix(prefix, tokens))
-            prompts.append((text, tokens))
+            prompts.append((text, tokens, pieces))
         prefix = prefix[:shared]
         jobs: list[Job] = []
         slot_tokens: dict[int, list[int]] = {}
         suffix_lengths: dict[str, int] = {}
-        for i, (plan, (text, tokens)) in enumerate(zip(plans, prompts)):
+        for i, (plan, (text, tokens, pieces)) in enumerate(zip(plans, prompts)):
             suffix = tokens[shared:]
             suffix_lengths[plan.qid] = len(suffix)
             if plan.readout == "slot":
-                ids = self._verify_slots(plan, text, tokens)
+                ids = self._verify_slots(plan, text, tokens, pieces)
                 slot_tokens[i] = ids
                 jobs.append(Job(i, -1, suffix, [len(suffix) - 1]))
             else:
                 for k, option in enumerate(plan.slots):
-                    extra = self._option_tokens(plan, text, tokens, option)
+                    extra = self._option_tokens(plan, text, tokens, option, pieces)
                     jobs.append(Job(i, k, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
         longest = max(len(j.tokens) for j in jobs)
         if shared + longest > self.n_ctx:
@@ -300,7 +318,16 @@ class DecisionEngine:
             return None
         return tail
 
-    def _slot_token(self, text: str, tokens: list[int], tail: str | None, slot: str) -> int | None:
+    def _extend_prompt(self, text: str, pieces: list[tuple[str, bool]] | None, extra: str, special: bool) -> list[int]:
+        """Tokens of the prompt followed by `extra`, tokenized the way the prompt itself was."""
+        if pieces is None:
+            return self.tokenize(text + extra, self.renderer.add_bos)
+        if special:  # our own answer slot: it joins the template tail, as in one-piece tokenization
+            return self.tokenize_pieces(pieces[:-1] + [(pieces[-1][0] + extra, pieces[-1][1])])
+        return self.tokenize_pieces(pieces + [(extra, False)])
+
+    def _slot_token(self, text: str, tokens: list[int], tail: str | None, slot: str,
+                    pieces: list[tuple[str, bool]] | None = None) -> int | None:
         """The token id if `tokenize(prompt + slot) == tokenize(prompt) + [id]`, else None."""
         if tail is not None:
             key = (tail, slot)
@@ -310,16 +337,16 @@ class DecisionEngine:
                 ok = len(with_slot) == len(base) + 1 and with_slot[:-1] == base
                 self._tail_slots[key] = with_slot[-1] if ok else None
             return self._tail_slots[key]
-        with_slot = self.tokenize(text + slot, self.renderer.add_bos)
+        with_slot = self._extend_prompt(text, pieces, slot, special=True)
         ok = len(with_slot) == len(tokens) + 1 and with_slot[:-1] == tokens
         return with_slot[-1] if ok else None
 
-    def _verify_slots(self, plan: QuestionPlan, text: str, tokens: list[int]) -> list[int]:
+    def _verify_slots(self, plan: QuestionPlan, text: str, tokens: list[int], pieces: list[tuple[str, bool]] | None = None) -> list[int]:
         """`tokenize(prompt + slot) == tokenize(prompt) + [slot_token]` for every slot, all distinct."""
         tail = self._answer_tail(text, tokens, plan.block)
         ids = []
         for slot in plan.slots:
-            token = self._slot_token(text, tokens, tail, slot)
+            token = self._slot_token(text, tokens, tail, slot, pieces)
             if token is None:
                 raise InvalidRequestError(
                     f"questions.{plan.qid}: answer slot {slot!r} is not a single token after this model's "
@@ -335,8 +362,9 @@ class DecisionEngine:
             )
         return ids
 
-    def _option_tokens(self, plan: QuestionPlan, text: str, tokens: list[int], option: str) -> list[int]:
-        full = self.tokenize(text + option, self.renderer.add_bos)
+    def _option_tokens(self, plan: QuestionPlan, text: str, tokens: list[int], option: str,
+                       pieces: list[tuple[str, bool]] | None = None) -> list[int]:
+        full = self._extend_prompt(text, pieces, option, special=False)
         if full[: len(tokens)] != tokens or len(full) == len(tokens):
             raise InvalidRequestError(
                 f"questions.{plan.qid}: option {option!r} does not tokenize cleanly after the prompt",

@@ -135,6 +135,37 @@ class PromptRenderer:
         """The whole prompt for one question, ending where the answer token goes."""
         return self._format(build_messages(state_text, block))
 
+    def render_pieces(self, state_text: str, block: str) -> list[tuple[str, bool]]:
+        """The prompt as (text, parse_special) pieces: template text, and message contents kept apart.
+
+        Text in a message that spells a control token (``<|im_end|>``) must stay text: tokenized
+        apart with special parsing off, it cannot close the turn or open an assistant answer.
+        """
+        messages = build_messages(state_text, block)
+        holes = [f"\x00SEMIF_CONTENT_{i}\x00" for i in range(len(messages))]
+        skeleton = self._format([{**m, "content": h} for m, h in zip(messages, holes)])
+        pieces: list[tuple[str, bool]] = []
+        rest = skeleton
+        for hole, message in zip(holes, messages):
+            before, found, rest = rest.partition(hole)
+            if not found:
+                raise InvalidRequestError("chat template does not keep the message text; cannot keep it apart from control tokens", field="model")
+            pieces += [(before, True), (message["content"], False)]
+        pieces.append((rest, True))
+        if "".join(text for text, _ in pieces) != self._format(messages):
+            raise InvalidRequestError("chat template rewrites the message text; cannot keep it apart from control tokens", field="model")
+        return [(text, special) for text, special in pieces if text]
+
+    def render_prefix_pieces(self, state_text: str) -> list[tuple[str, bool]]:
+        """`render_prefix` as pieces (see `render_pieces`)."""
+        out: list[tuple[str, bool]] = []
+        for text, special in self.render_pieces(state_text, _MARKER):
+            cut = text.find(_MARKER)
+            if cut >= 0:
+                return out + ([(text[:cut], special)] if cut else [])
+            out.append((text, special))
+        raise InvalidRequestError("chat template does not keep the message text; cannot split the prefix", field="model")  # pragma: no cover
+
     def render_prefix(self, state_text: str) -> str:
         """The text every question's prompt starts with: the template up to "Question:"."""
         full = self.render(state_text, _MARKER)
