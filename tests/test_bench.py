@@ -48,3 +48,14 @@ def test_markdown_quotes_the_results_file():
     for path, result in doc["paths"].items():
         assert f"| {path} | {result['decisions']} | {result['decisions_per_s']:.3f} |" in text
     assert text.count("| yes |") + text.count("| no |") == sum(isinstance(t, dict) for t in doc["targets"].values())
+
+
+def test_readme_quotes_the_full_results_verbatim():
+    """The README's benchmark tables are the committed full run, with the command that produced it."""
+    from semif_lib.bench import RESULTS_DIR, format_markdown
+
+    doc = json.loads((RESULTS_DIR / "bench" / "modes.json").read_text())
+    readme = (RESULTS_DIR.parent / "README.md").read_text()
+    assert doc["workload"]["states"] == 37 and doc["workload"]["decisions"] == 777
+    assert format_markdown(doc) in readme
+    assert f"`{doc['command']}`" in readme
