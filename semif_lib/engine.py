@@ -11,6 +11,7 @@ Execution modes, which give the same answers within quantization noise:
   or restored from a state snapshot on architectures that cannot truncate.
 * ``parallel``: the prefix is copied to N branch sequences (`llama_memory_seq_cp`, free with a
   unified KV cache) and every suffix decodes in one batch, logits read at each branch's end.
+  Tokens that branches share after the prefix decode once, tagged with all their ids (`tokentree`).
 * ``oneshot`` (benchmarks only): prefix and suffixes in one batch with prefix tokens tagged
   with every branch's sequence id; no cache, no bookkeeping. The hardware's lower bound.
 
@@ -35,9 +36,9 @@ from .modelfile import find_model_path
 from .prefix_cache import PrefixCache, count_common_prefix
 from .prompt import PROMPT_VERSION, PromptRenderer, QuestionPlan, generate_letter_slots, plan_question
 from .readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
-from .tokentree import TokenTree, plan_tree_waves
 from .schema import DecisionRequest, DecisionResponse, Usage, parse_request, render_content
 from .settings import Settings, load_settings
+from .tokentree import TokenTree, plan_tree_waves
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
