@@ -310,6 +310,48 @@ def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, 
     }
 
 
+def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: Sequence[int] = (0, 1, 2),
+                  progress: bool = True) -> dict[str, Any]:
+    """Branch time of a cached request while 0, 1, 2... other states' prefixes stay resident.
+
+    With a unified KV cache every request's attention scans the cells of all resident sequences
+    (masked), so the prefix cache budget (`SEMIF_CACHE_TOKENS`) trades hits for slower branches.
+    Each target state is measured at every residency level in turn; the others are the next states.
+    """
+    from tqdm import tqdm
+
+    from .engine import DecisionEngine
+
+    most = max(resident)
+    if len(workload) < most + 1:
+        raise ValueError(f"residency {most} needs at least {most + 1} states")
+    room = 2048 * (most + 2)  # every resident prefix plus the target, its branches and slack
+    engine = DecisionEngine(settings.model_copy(update={"n_ctx": max(settings.n_ctx, 2 * room), "cache_tokens": room}))
+    seconds: dict[int, list[float]] = {k: [] for k in resident}
+    cells: dict[int, list[int]] = {k: [] for k in resident}
+    targets = workload[: len(workload) - most] if most else workload
+    for i, row in enumerate(tqdm(targets, desc="bench residency", unit="state", file=sys.stderr, disable=not progress)):
+        request = {"state": row["state"], "questions": row["questions"]}
+        for k in resident:
+            engine.clear_cache()
+            for other in workload[i + 1 : i + 1 + k]:
+                engine.score({"state": other["state"], "questions": other["questions"]}, mode="parallel")
+            engine.score(request, mode="parallel")  # prefill the target; it stays resident
+            response = engine.score(request, mode="parallel")
+            assert response.usage.cached_tokens == response.timing["prefix_tokens"], "the target missed the cache"
+            seconds[k].append(response.timing["branches_s"])
+            cells[k].append(engine.cache.used_tokens)
+    engine.close()
+    base = seconds[resident[0]]
+    return {
+        "workload": {"states": len(targets), "resident_levels": list(resident)},
+        "resident": {str(k): {"resident_cells_mean": round(statistics.mean(cells[k]), 1),
+                              "branches_s_median": round(statistics.median(seconds[k]), 4),
+                              "slowdown_vs_none": round(statistics.median(t / b for t, b in zip(seconds[k], base)), 3)}
+                     for k in resident},
+    }
+
+
 def format_modes_table(doc: dict[str, Any]) -> str:
     import pandas as pd
 
@@ -347,6 +389,11 @@ def command_bench(args: argparse.Namespace) -> int:
         doc = {**meta, **run_modes(settings, workload, args.paths.split(","), fresh_questions)}
         print(format_modes_table(doc))
         name = "modes-quick.json" if args.quick else "modes.json"
+    elif args.which == "residency":
+        workload = load_workload(args.workload, states=args.states)
+        doc = {**meta, **run_residency(settings, workload, [int(k) for k in args.resident.split(",")])}
+        print(json.dumps(doc["resident"], indent=2))
+        name = "residency.json"
     else:
         doc = {**meta, **run_readout_vs_generation(settings, args.request, args.runs)}
         print(json.dumps({k: v for k, v in doc.items() if k not in ("machine",)}, indent=2))
@@ -372,7 +419,11 @@ def register_cli(sub: Any) -> None:
     rvg = which.add_parser("readout-vs-generation", help="21 criteria on one state: readout against JSON generation")
     rvg.add_argument("--request", type=Path, default=SINGLE_STATE)
     rvg.add_argument("--runs", type=int, default=3)
-    for p in (modes, rvg):
+    res = which.add_parser("residency", help="branch time of a cached request with other states' prefixes resident")
+    res.add_argument("--states", type=int, default=6, help="first N states; each is a target but the last ones, which stay resident for the earlier")
+    res.add_argument("--workload", type=Path, default=WORKLOAD)
+    res.add_argument("--resident", default="0,1,2", help="comma-separated numbers of other resident prefixes")
+    for p in (modes, rvg, res):
         add_engine_arguments(p)
         p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")
         p.add_argument("--n-ubatch", type=int, dest="n_ubatch")

@@ -59,3 +59,14 @@ def test_readme_quotes_the_full_results_verbatim():
     assert doc["workload"]["states"] == 37 and doc["workload"]["decisions"] == 777
     assert format_markdown(doc) in readme
     assert f"`{doc['command']}`" in readme
+
+
+def test_residency_benchmark_writes_every_level(tmp_path):
+    out = tmp_path / "residency.json"
+    assert main(["bench", "residency", "--states", "2", "--resident", "0,1", "--threads", "2", "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["workload"] == {"states": 1, "resident_levels": [0, 1]}
+    none, one = doc["resident"]["0"], doc["resident"]["1"]
+    assert none["slowdown_vs_none"] == 1.0 and none["branches_s_median"] > 0 and one["branches_s_median"] > 0
+    assert one["resident_cells_mean"] > none["resident_cells_mean"] > 1000  # the other state's prefix stayed resident
+    assert doc["command"].startswith("semif bench residency")
