@@ -150,9 +150,10 @@ def run_modes(
                     prefix_lengths.append(tim["prefix_tokens"])
                     suffix_lengths.extend(tim["suffix_tokens"].values())
                     record["branch_tokens"] = tim["branch_tokens"]
+                    suffix_total = sum(tim["suffix_tokens"].values())
                     if tim["prefill_s"] > 0:
                         prefill_rates.append(tim["prefix_tokens"] / tim["prefill_s"])
-                    forks.append({"questions": n_questions, "prefix": tim["prefix_tokens"], "suffix": sum(tim["suffix_tokens"].values()),
+                    forks.append({"questions": n_questions, "prefix": tim["prefix_tokens"], "suffix": suffix_total,
                                   "decoded": tim["branch_tokens"], "prefill_s": tim["prefill_s"], "branches_s": tim["branches_s"]})
                     if "cached" in paths:
                         c_seconds, c_resp = timed(lambda: engine.score(request, mode="parallel"))
@@ -161,7 +162,6 @@ def run_modes(
                         record["seconds"]["cached"] = round(c_seconds, 4)
                         per_path["cached"]["decisions"] += n_questions
                         probs["cached"] = probabilities_of(c_resp)
-                        suffix_total = sum(tim["suffix_tokens"].values())
                         bound_ratios.append((first_s / c_seconds, (tim["prefix_tokens"] + suffix_total) / suffix_total))
                         decoded_bounds.append((tim["prefix_tokens"] + tim["branch_tokens"]) / tim["branch_tokens"])
             elif path == "naive-user":
@@ -329,7 +329,7 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
     engine = DecisionEngine(settings.model_copy(update={"n_ctx": max(settings.n_ctx, 2 * room), "cache_tokens": room}))
     seconds: dict[int, list[float]] = {k: [] for k in resident}
     cells: dict[int, list[int]] = {k: [] for k in resident}
-    targets = workload[: len(workload) - most] if most else workload
+    targets = workload[: len(workload) - most]
     for i, row in enumerate(tqdm(targets, desc="bench residency", unit="state", file=sys.stderr, disable=not progress)):
         request = {"state": row["state"], "questions": row["questions"]}
         for k in resident:

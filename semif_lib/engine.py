@@ -38,7 +38,7 @@ from .prompt import PROMPT_VERSION, PromptRenderer, QuestionPlan, generate_lette
 from .readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
 from .schema import DecisionRequest, DecisionResponse, Usage, parse_request, render_content
 from .settings import Settings, load_settings
-from .tokentree import TokenTree, plan_tree_waves
+from .tokentree import TokenTree, Wave, plan_tree_waves
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -513,7 +513,7 @@ class DecisionEngine:
         if not self._lib.llama_state_seq_set_data(self._ctx, snapshot, len(snapshot), seq):
             raise SemifError("llama_state_seq_set_data failed to restore the prefix")
 
-    def plan_waves(self, paths: Sequence[tuple[Any, Sequence[int]]], free_cells: int, free_seqs: int) -> list[list[int]]:
+    def plan_waves(self, paths: Sequence[tuple[Any, Sequence[int]]], free_cells: int, free_seqs: int) -> list[Wave]:
         """Group branches (prefix sequence, suffix tokens) into waves that fit one batch, the free KV cells and sequences.
 
         Tokens that branches share after the same prefix count once (see `tokentree`).
@@ -554,17 +554,13 @@ class DecisionEngine:
         self._make_room(min(sum(len(t) for _, t in paths), self.n_batch))
         free_cells = max(self.n_ctx - self.cache.used_tokens, max(len(t) for _, t in paths))
         free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.entries() if e.pins == 0)
+        base_of = {src: base for _, src, base in items}
         for wave in self.plan_waves(paths, free_cells, max(1, free_seqs)):
-            branches = [self._take_seq() for _ in wave]
+            branches = [self._take_seq() for _ in wave.indices]
             try:
-                tree = TokenTree()
-                job_rows = []
-                for owner, idx in enumerate(wave):
-                    job, src, _ = items[idx]
-                    self._lib.llama_memory_seq_cp(self._mem, src, branches[owner], -1, -1)
-                    job_rows.append(tree.add_path(src, job.tokens, owner))
-                base_of = {src: base for _, src, base in items}
-                self._decode_tree(tree, [items[i][0] for i in wave], job_rows, base_of, branches)
+                for b, idx in zip(branches, wave.indices):
+                    self._lib.llama_memory_seq_cp(self._mem, items[idx][1], b, -1, -1)
+                self._decode_tree(wave.tree, [items[i][0] for i in wave.indices], wave.rows, base_of, branches)
             finally:
                 for b in branches:
                     self._give_seq(b)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
-__all__ = ["TokenTree", "plan_tree_waves"]
+__all__ = ["TokenTree", "Wave", "plan_tree_waves"]
 
 
 @dataclass
@@ -73,19 +73,29 @@ class TokenTree:
         return rows
 
 
-def plan_tree_waves(paths: Sequence[tuple[Hashable, Sequence[int]]], free_cells: int, free_seqs: int) -> list[list[int]]:
+@dataclass
+class Wave:
+    """Branches decoded in one batch: their indices, their merged tree, and each one's rows in it."""
+
+    indices: list[int] = field(default_factory=list)
+    tree: TokenTree = field(default_factory=TokenTree)
+    rows: list[list[int]] = field(default_factory=list)  # rows[k]: the rows of branch indices[k]; its owner id is k
+
+
+def plan_tree_waves(paths: Sequence[tuple[Hashable, Sequence[int]]], free_cells: int, free_seqs: int) -> list[Wave]:
     """Group paths into waves whose merged rows fit `free_cells` and whose branches fit `free_seqs`.
 
     A path's cost is the rows it adds to its wave's tree, so branches that share tokens pack
-    more per wave. A path longer than `free_cells` still gets a wave of its own.
+    more per wave. A path longer than `free_cells` still gets a wave of its own. The trees built
+    for planning are the ones decoded.
     """
-    waves: list[list[int]] = [[]]
-    tree = TokenTree()
+    waves = [Wave()]
     for i, (root, tokens) in enumerate(paths):
-        cost = tree.count_new_rows(root, tokens)
-        if waves[-1] and (len(tree) + cost > free_cells or len(waves[-1]) >= free_seqs):
-            waves.append([])
-            tree = TokenTree()
-        tree.add_path(root, tokens, i)
-        waves[-1].append(i)
+        wave = waves[-1]
+        cost = wave.tree.count_new_rows(root, tokens)
+        if wave.indices and (len(wave.tree) + cost > free_cells or len(wave.indices) >= free_seqs):
+            wave = Wave()
+            waves.append(wave)
+        wave.rows.append(wave.tree.add_path(root, tokens, len(wave.indices)))
+        wave.indices.append(i)
     return waves

@@ -108,15 +108,15 @@ def test_restore_by_state_snapshot_matches_truncation(engine):
 
 def test_parallel_waves_respect_batch_and_sequence_limits(engine):
     paths = [(0, list(range(100 * i, 100 * i + 30))) for i in range(10)]
-    waves = engine.plan_waves(paths, free_cells=100, free_seqs=4)
+    waves = [w.indices for w in engine.plan_waves(paths, free_cells=100, free_seqs=4)]
     assert [len(w) for w in waves] == [3, 3, 3, 1]
-    waves = engine.plan_waves(paths, free_cells=10_000, free_seqs=4)
+    waves = [w.indices for w in engine.plan_waves(paths, free_cells=10_000, free_seqs=4)]
     assert [len(w) for w in waves] == [4, 4, 2]
     assert sorted(i for w in waves for i in w) == list(range(10))
     half = engine.n_batch // 2 + 1
     long_paths = [(0, list(range(10_000 * i, 10_000 * i + half))) for i in range(4)]
     waves = engine.plan_waves(long_paths, free_cells=100_000, free_seqs=64)
-    assert all(len(w) == 1 for w in waves)  # n_batch bounds a wave too
+    assert all(len(w.indices) == 1 for w in waves)  # n_batch bounds a wave too
 
 
 def test_sequence_readout_decodes_the_shared_suffix_once(engine):

@@ -3,6 +3,10 @@
 from semif_lib.tokentree import TokenTree, plan_tree_waves
 
 
+def plan_indices(*args, **kwargs):
+    return [wave.indices for wave in plan_tree_waves(*args, **kwargs)]
+
+
 def test_shared_leading_tokens_get_one_row_owned_by_every_branch():
     tree = TokenTree()
     a = tree.add_path("p", [1, 2, 3, 4], owner=0)
@@ -35,14 +39,16 @@ def test_a_path_inside_another_adds_no_rows():
 
 def test_waves_count_shared_tokens_once():
     distinct = [(0, list(range(100 * i, 100 * i + 30))) for i in range(10)]
-    assert [len(w) for w in plan_tree_waves(distinct, free_cells=100, free_seqs=64)] == [3, 3, 3, 1]
+    assert [len(w) for w in plan_indices(distinct, free_cells=100, free_seqs=64)] == [3, 3, 3, 1]
     # ten options repeating a 28-token suffix: 28 + 10 * 2 rows fit in one wave of 100 cells
     options = [(0, list(range(28)) + [1000 + i, 2000 + i]) for i in range(10)]
-    assert [len(w) for w in plan_tree_waves(options, free_cells=100, free_seqs=64)] == [10]
-    assert [len(w) for w in plan_tree_waves(options, free_cells=100, free_seqs=4)] == [4, 4, 2]
+    assert [len(w) for w in plan_indices(options, free_cells=100, free_seqs=64)] == [10]
+    (wave,) = plan_tree_waves(options, free_cells=100, free_seqs=64)
+    assert len(wave.tree) == 28 + 10 * 2 and all(rows[:28] == wave.rows[0][:28] for rows in wave.rows)
+    assert [len(w) for w in plan_indices(options, free_cells=100, free_seqs=4)] == [4, 4, 2]
 
 
 def test_a_path_longer_than_the_free_cells_still_gets_a_wave():
-    waves = plan_tree_waves([(0, list(range(50))), (0, list(range(100, 300))), (0, [5])], free_cells=100, free_seqs=8)
+    waves = plan_indices([(0, list(range(50))), (0, list(range(100, 300))), (0, [5])], free_cells=100, free_seqs=8)
     assert sorted(i for w in waves for i in w) == [0, 1, 2]
     assert [1] in waves
