@@ -322,9 +322,13 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
 
     from .engine import DecisionEngine
 
+    from .errors import InvalidRequestError
+
+    if not resident or min(resident) < 0:
+        raise InvalidRequestError(f"--resident needs numbers >= 0; got {list(resident)}", field="resident")
     most = max(resident)
     if len(workload) < most + 1:
-        raise ValueError(f"residency {most} needs at least {most + 1} states")
+        raise InvalidRequestError(f"--resident {most} needs at least {most + 1} states; got {len(workload)}", field="states")
     room = 2048 * (most + 2)  # every resident prefix plus the target, its branches and slack
     engine = DecisionEngine(settings.model_copy(update={"n_ctx": max(settings.n_ctx, 2 * room), "cache_tokens": room}))
     seconds: dict[int, list[float]] = {k: [] for k in resident}
@@ -391,7 +395,7 @@ def command_bench(args: argparse.Namespace) -> int:
         name = "modes-quick.json" if args.quick else "modes.json"
     elif args.which == "residency":
         workload = load_workload(args.workload, states=args.states)
-        doc = {**meta, **run_residency(settings, workload, [int(k) for k in args.resident.split(",")])}
+        doc = {**meta, **run_residency(settings, workload, args.resident)}
         print(json.dumps(doc["resident"], indent=2))
         name = "residency.json"
     else:
@@ -401,6 +405,14 @@ def command_bench(args: argparse.Namespace) -> int:
     out = write_result(doc, args.output or settings.results_dir / "bench" / name)
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def parse_int_list(text: str) -> list[int]:
+    """`0,1,2` -> [0, 1, 2], for argparse (which turns the ValueError into a usage error)."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
 def register_cli(sub: Any) -> None:
@@ -422,7 +434,7 @@ def register_cli(sub: Any) -> None:
     res = which.add_parser("residency", help="branch time of a cached request with other states' prefixes resident")
     res.add_argument("--states", type=int, default=6, help="first N states; each is a target but the last ones, which stay resident for the earlier")
     res.add_argument("--workload", type=Path, default=WORKLOAD)
-    res.add_argument("--resident", default="0,1,2", help="comma-separated numbers of other resident prefixes")
+    res.add_argument("--resident", type=parse_int_list, default=[0, 1, 2], help="comma-separated numbers of other resident prefixes (default 0,1,2)")
     for p in (modes, rvg, res):
         add_engine_arguments(p)
         p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")

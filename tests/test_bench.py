@@ -70,3 +70,13 @@ def test_residency_benchmark_writes_every_level(tmp_path):
     assert none["slowdown_vs_none"] == 1.0 and none["branches_s_median"] > 0 and one["branches_s_median"] > 0
     assert one["resident_cells_mean"] > none["resident_cells_mean"] > 1000  # the other state's prefix stayed resident
     assert doc["command"].startswith("semif bench residency")
+
+
+def test_residency_bad_arguments_get_one_clear_line(capsys):
+    import pytest
+
+    assert main(["bench", "residency", "--states", "1", "--resident", "0,2"]) == 2
+    assert "needs at least 3 states" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "residency", "--resident", "a,b"])
+    assert info.value.code == 2 and "comma-separated integers" in capsys.readouterr().err
