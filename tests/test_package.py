@@ -45,3 +45,12 @@ def test_environment_yml_matches_pyproject():
     declared |= {_normalise(d) for d in pip if not d.startswith("-e")}
     assert declared == expected
     assert any(d.startswith("-e") for d in pip), "the pip section installs the package itself"
+
+
+def test_ci_runs_the_readme_test_command():
+    """`.ci/run` runs the README's second command verbatim, so the README's promise is what CI checks."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) == 2 and commands[1].endswith("python -m pytest")
+    assert commands[1] in (ROOT / ".ci" / "run").read_text()
