@@ -9,7 +9,7 @@
 # It also unpacks the Python bindings of llama-cpp-python $BINDING (pure Python, taken from its sdist,
 # nothing compiled) into OUT_DIR/python: the version whose llama.h matches this build, which is what
 # the container installs with -DLLAMA_BUILD=OFF. Run anything on the pair with
-#   PYTHONPATH=OUT_DIR/python LLAMA_CPP_LIB_PATH=OUT_DIR python -m semif_lib.llamabinding run pytest tests/test_engine.py
+#   PYTHONPATH=OUT_DIR/python LLAMA_CPP_LIB_PATH=OUT_DIR python -m semif_lib.serving.llamabinding run pytest tests/test_engine.py
 #
 # Default 10435, the nearest published build after the DLC's b10433 (10429 is the one before).
 # Takes about 5-10 minutes on 2 cores; only libllama and ggml are built (no tools, no server).

@@ -15,10 +15,10 @@ case "$command" in
     export SEMIF_HOST="${SEMIF_HOST:-0.0.0.0}"
     export SEMIF_PORT="${SEMIF_PORT:-8080}"
     export SEMIF_MODEL_DIR="${SEMIF_MODEL_DIR:-/opt/ml/model}"
-    exec "$PYTHON" -m semif_lib.llamabinding serve "$@"
+    exec "$PYTHON" -m semif_lib.serving.llamabinding serve "$@"
     ;;
   check)
-    exec "$PYTHON" -m semif_lib.llamabinding check
+    exec "$PYTHON" -m semif_lib.serving.llamabinding check
     ;;
   *)
     exec "$@"

@@ -1,19 +1,50 @@
 """semif_lib: decisions as probabilities over declared options, from one llama.cpp forward pass.
 
-Importing the package is cheap: llama_cpp, boto3 and the SageMaker SDK load only when
-a function that needs them runs.
+The house has four wings with one-way doors (see the README's repository map):
+
+* `decision/`: the wire format, prompt, readout and the engine (the only llama_cpp user);
+* `serving/`: `semif serve` and `semif serve-text` behind SageMaker's container contract;
+* `aws/`: what a workshop run creates in an AWS account, and its cleanup (boto3, lazily);
+* `measurement/`: benchmarks, evaluation, calibration fitting and plots;
+
+on plumbing they all share (`settings`, `errors`, `modelfile`, `jsonlines`, `processes`,
+`arguments`), under a top floor that only the notebooks and the shell use (`workshop`,
+`notebook`, `cli`).
+
+Importing the package is cheap: llama_cpp, boto3 and the SageMaker SDK load only when a
+function that needs them runs. `DecisionEngine` and `open_engine` are resolved on first use.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .decision.schema import DecisionRequest, DecisionResponse, parse_request
 from .errors import SemifError
-from .schema import DecisionRequest, DecisionResponse, parse_request
 from .settings import Settings, load_settings
 
-__all__ = ["DecisionRequest", "DecisionResponse", "SemifError", "Settings", "load_settings", "open_engine", "parse_request"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .decision.engine import DecisionEngine, open_engine
+
+__all__ = [
+    "DecisionEngine",
+    "DecisionRequest",
+    "DecisionResponse",
+    "SemifError",
+    "Settings",
+    "load_settings",
+    "open_engine",
+    "parse_request",
+]
 __version__ = "0.1.0"
 
+_LAZY = {"DecisionEngine", "open_engine"}
 
-def open_engine(*args, **kwargs):  # noqa: ANN002, ANN003 - thin lazy re-export
-    """Load a `DecisionEngine` (imports llama_cpp on first use)."""
-    from .engine import open_engine as _open
 
-    return _open(*args, **kwargs)
+def __getattr__(name: str) -> Any:
+    """`semif_lib.DecisionEngine` and `semif_lib.open_engine` import the engine (and llama_cpp) on first use."""
+    if name in _LAZY:
+        from .decision import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'semif_lib' has no attribute {name!r}")

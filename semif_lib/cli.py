@@ -1,53 +1,29 @@
-"""`semif` command line: score decisions, and the subcommands other modules register.
+"""`semif` command line: score decisions, and the subcommands each wing registers.
 
-Each subcommand module exposes `register_cli(subparsers)`; heavy imports happen only
-inside the command that needs them, so `semif --help` stays fast.
+The top floor: it imports every wing's `register_cli(subparsers)` (`semif serve`, `serve-text`,
+`bench`, `eval`, `workshop`), and no wing imports it; the flags they share live in `arguments`.
+Heavy imports happen only inside the command that needs them, so `semif --help` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Sequence
 
+from .arguments import add_engine_arguments, engine_overrides, run_command
 from .errors import SemifError
-
-SUBCOMMAND_MODULES = (
-    "semif_lib.bench",
-    "semif_lib.adapter",
-    "semif_lib.texttwin",
-    "semif_lib.evaluation",
-    "semif_lib.workshop",
-)
-
-
-def read_jsonl(path: Path | str) -> Iterator[tuple[int, str]]:
-    """Non-empty lines of a JSON Lines file (`-` reads stdin), with their 1-based numbers."""
-    stream: Iterable[str] = sys.stdin if str(path) == "-" else Path(path).open(encoding="utf-8")
-    for number, line in enumerate(stream, start=1):
-        if line.strip():
-            yield number, line
-
-
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that loads a model (each overrides its `SEMIF_*` variable)."""
-    parser.add_argument("--model", type=Path, help="GGUF file (default: SEMIF_MODEL_PATH, SEMIF_MODEL_DIR, then the embedded SmolLM2)")
-    parser.add_argument("--threads", type=int, help="llama.cpp threads (default: CPUs this process may use)")
-    parser.add_argument("--n-ctx", type=int, dest="n_ctx", help="context size in tokens (SEMIF_N_CTX)")
-
-
-def engine_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {"model_path": args.model, "threads": args.threads, "n_ctx": args.n_ctx}
+from .jsonlines import read_lines, write_records
+from .settings import MODES, load_settings
 
 
 def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progress: bool = True) -> list[dict[str, Any]]:
     """Score JSON Lines requests; a bad line yields an error record with its id, never a crash."""
     from tqdm import tqdm
 
-    from .schema import parse_json_bytes
+    from .decision.schema import parse_json_bytes
 
     results = []
     for number, line in tqdm(lines, desc=f"scoring ({mode})", unit="req", file=sys.stderr, disable=not progress):
@@ -86,17 +62,14 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
 
 
 def command_score(args: argparse.Namespace) -> int:
-    from .engine import open_engine
+    from .decision.engine import open_engine
 
-    lines = list(read_jsonl(args.input))
+    lines = read_lines(args.input)
     with open_engine(**engine_overrides(args)) as engine:
         results = score_lines(engine, lines, args.mode)
         print(f"model {engine.model_id}, mode {args.mode}, {engine.settings.threads} threads", file=sys.stderr)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        with args.output.open("w", encoding="utf-8") as fh:
-            for res in results:
-                fh.write(json.dumps(res, ensure_ascii=False) + "\n")
+        write_records(args.output, results)
         print(f"wrote {len(results)} responses to {args.output}", file=sys.stderr)
     else:
         print(format_table(results))
@@ -108,28 +81,48 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     score = sub.add_parser("score", help="score JSON Lines decision requests")
     score.add_argument("input", help="JSON Lines file, one request with an \"id\" per line ('-' for stdin)")
-    score.add_argument("--mode", choices=("fresh", "serial", "parallel"), default="parallel")
+    score.add_argument("--mode", choices=MODES, default="parallel")
     score.add_argument("--output", type=Path, help="write responses as JSON Lines instead of printing a table")
     add_engine_arguments(score)
     score.set_defaults(func=command_score)
-    for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    from .measurement import bench, evaluation
+    from .serving import app, texttwin
+
+    for module in (bench, app, texttwin, evaluation):
         module.register_cli(sub)
+    register_workshop_cli(sub)
     return parser
 
 
-def run_command(args: argparse.Namespace, prog: str = "semif") -> int:
-    """Run a parsed subcommand; a `SemifError` becomes one clear line on stderr and exit code 2."""
-    try:
-        return int(args.func(args) or 0)
-    except SemifError as exc:
-        print(f"{prog}: error: {exc.message}", file=sys.stderr)
-        return 2
+def command_workshop_cleanup(args: argparse.Namespace) -> int:
+    from .workshop import cleanup
+
+    report = cleanup(load_settings(**({"target": args.target} if args.target else {})))
+    print(report)
+    return 1 if report.failed else 0
+
+
+def command_workshop_status(args: argparse.Namespace) -> int:
+    from .aws.state import WorkshopState
+
+    settings = load_settings()
+    if not Path(settings.state_file).is_file():
+        print(f"no workshop state at {settings.state_file}")
+        return 0
+    state = WorkshopState.load(settings.state_file)
+    print(json.dumps({"run_id": state.run_id, "region": state.region, "resources": state.resources, "values": state.values}, indent=2))
+    return 0
+
+
+def register_workshop_cli(subparsers: Any) -> None:
+    """`semif workshop status | cleanup`: what the notebooks' state file holds, and removing it."""
+    parser = subparsers.add_parser("workshop", help="workshop resources: status and cleanup")
+    sub = parser.add_subparsers(dest="workshop_command", required=True)
+    clean = sub.add_parser("cleanup", help="delete everything this workshop run created (reverse order)")
+    clean.add_argument("--target", choices=("local", "aws"), help="override SEMIF_TARGET")
+    clean.set_defaults(func=command_workshop_cleanup)
+    status = sub.add_parser("status", help="print the state file: run id, resources, values")
+    status.set_defaults(func=command_workshop_status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

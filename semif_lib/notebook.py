@@ -14,12 +14,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from .jsonlines import read_records
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .workshop import WorkshopState
+    from .aws.state import WorkshopState
 
 __all__ = [
     "DecisionForm",
@@ -81,8 +82,7 @@ def data_path(name: str) -> Path:
 
 def read_examples(name: str = "examples.jsonl") -> list[dict[str, Any]]:
     """The example requests (one Jev / System One request per line, each with an `id`)."""
-    with data_path(name).open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return read_records(data_path(name))
 
 
 def load_workload_request(index: int = 0, questions: int | None = None, name: str = "workload_37x21.jsonl") -> dict[str, Any]:
@@ -96,7 +96,7 @@ def load_workload_request(index: int = 0, questions: int | None = None, name: st
 
 # ====================================================================== answers
 def _answers(response: Any) -> dict[str, Any]:
-    from .plots import response_dict
+    from .measurement.plots import response_dict
 
     return response_dict(response).get("answers", {})
 
@@ -156,8 +156,8 @@ def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
 def stop_local_servers(settings: Settings | None = None, state: "WorkshopState | None" = None) -> list[str]:
     """Stop every local server (`semif serve`, `semif serve-text`) the state file records; keep the
     rest of the state (model package, names) for the next notebook. AWS resources are untouched."""
-    from .teardown import delete_resource
-    from .workshop import load_state
+    from .aws.state import load_state
+    from .aws.teardown import delete_resource
 
     settings = settings or load_settings()
     state = state or load_state(settings)
@@ -177,7 +177,7 @@ def inspect_build_context(root: Path | None = None) -> dict[str, Any]:
     ARG, FROM, ENTRYPOINT and llama.cpp library path, the buildspec's login/build/push commands,
     and `problems`, a list that is empty when everything the build needs is there.
     """
-    from .imagebuild import build_source_zip
+    from .aws.imagebuild import build_source_zip
 
     root = root or find_repo_root()
     container = root / "container"
@@ -292,7 +292,7 @@ class DecisionForm:
     def _on_click(self) -> None:
         from IPython.display import display
 
-        from .plots import plot_probabilities
+        from .measurement.plots import plot_probabilities
 
         self.output.clear_output()
         with self.output:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "SEMIF_"
+
+Mode = Literal["fresh", "serial", "parallel"]
+MODES: tuple[str, ...] = get_args(Mode)  # the execution modes a request may ask for (see decision.engine)
 
 
 def detect_cpu_count() -> int:
@@ -53,7 +56,7 @@ class Settings(BaseSettings):
     flash_attn: Literal["auto", "on", "off"] = Field("auto", description="Flash attention type.")
     n_gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to a GPU build (999 = all).")
     cache_tokens: int = Field(4096, ge=0, description="Token budget of the cross-request prefix cache.")
-    mode: Literal["fresh", "serial", "parallel"] = Field("parallel", description="Default execution mode.")
+    mode: Mode = Field("parallel", description="Default execution mode.")
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
 
     # --- adapter server ---

@@ -1,9 +1,10 @@
-"""The workshop's resource registry, the `target` switch and one cleanup.
+"""The notebooks' facade: one call per workshop step, the `target` switch, and one cleanup.
 
-Every AWS resource a notebook creates is named `semif-<purpose>-<run id>`, tagged with the run id
-and recorded, in creation order, in a small JSON state file (`SEMIF_STATE_FILE`). Notebooks pass
-names to each other through it (no `%store`), and `cleanup()` deletes everything in reverse order
-and reports what it removed.
+This is the top floor: it may import every wing (the AWS wing for `aws`, local servers for
+`local`), and no wing imports it. What a run created is recorded in the state file
+(`aws.state.WorkshopState`, re-exported here with `load_state`); notebooks pass names to each
+other through it (no `%store`), and `cleanup()` deletes everything in reverse order and reports
+what it removed.
 
 The notebook-facing steps dispatch on `Settings.target`:
 
@@ -23,17 +24,16 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .settings import Settings, load_settings
+from .aws.state import WorkshopState, load_state, resource_name, settings_and_state
+from .jsonlines import split_lines
+from .processes import is_answering, stop_process, wait_for_ping
+from .settings import Settings
 
 __all__ = [
     "WorkshopState",
@@ -46,133 +46,11 @@ __all__ = [
     "invoke_decision",
     "load_state",
     "package_model",
-    "register_cli",
     "resource_name",
     "score_jsonlines",
     "start_local_server",
     "stream_chat",
 ]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def new_run_id() -> str:
-    """Six lowercase characters: short enough for every AWS name limit, enough to keep attendees apart."""
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    return "".join(secrets.choice(alphabet) for _ in range(6))
-
-
-def resource_name(run_id: str, purpose: str) -> str:
-    """`semif-<purpose>-<run id>`: valid for S3 keys, IAM, ECR, CodeBuild and SageMaker (<= 63 chars)."""
-    name = f"semif-{purpose}-{run_id}"
-    if len(name) > 63:
-        raise ValueError(f"resource name {name!r} is longer than 63 characters")
-    return name
-
-
-@dataclass
-class WorkshopState:
-    """What a workshop run created (in order) and the values notebooks hand to each other.
-
-    `resources` is a list of `{"kind", "name", ...}` records; `values` holds named results
-    (`model_data_url`, `text_endpoint`, `image_uri`, ...). Saved after every change.
-    """
-
-    path: Path
-    run_id: str
-    region: str | None = None
-    created: str = field(default_factory=_now)
-    resources: list[dict[str, Any]] = field(default_factory=list)
-    values: dict[str, Any] = field(default_factory=dict)
-
-    # ---------------------------------------------------------------- persistence
-    @classmethod
-    def load(cls, path: Path | str, run_id: str | None = None) -> "WorkshopState":
-        path = Path(path)
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if run_id and data.get("run_id") != run_id:
-                raise ValueError(
-                    f"{path} belongs to run {data.get('run_id')!r}, not {run_id!r}: run cleanup() for it first, "
-                    "or point SEMIF_STATE_FILE elsewhere"
-                )
-            return cls(path=path, run_id=data["run_id"], region=data.get("region"), created=data.get("created", _now()),
-                       resources=list(data.get("resources", [])), values=dict(data.get("values", {})))
-        state = cls(path=path, run_id=run_id or new_run_id())
-        state.save()
-        return state
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"run_id": self.run_id, "region": self.region, "created": self.created,
-                "resources": self.resources, "values": self.values}
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
-
-    # ---------------------------------------------------------------- resources and values
-    def name(self, purpose: str) -> str:
-        return resource_name(self.run_id, purpose)
-
-    def record(self, kind: str, name: str, **details: Any) -> dict[str, Any]:
-        """Record a created resource (once: a second record of the same kind and name updates it)."""
-        for entry in self.resources:
-            if entry["kind"] == kind and entry["name"] == name:
-                entry.update(details)
-                self.save()
-                return entry
-        entry = {"kind": kind, "name": name, "created": _now(), **details}
-        self.resources.append(entry)
-        self.save()
-        return entry
-
-    def forget(self, kind: str, name: str) -> None:
-        self.resources = [e for e in self.resources if not (e["kind"] == kind and e["name"] == name)]
-        self.save()
-
-    def find(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.resources if e["kind"] == kind]
-
-    def has(self, kind: str, name: str) -> bool:
-        return any(e["kind"] == kind and e["name"] == name for e in self.resources)
-
-    def set(self, key: str, value: Any) -> Any:
-        self.values[key] = value
-        self.save()
-        return value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.values.get(key, default)
-
-    def require(self, key: str, step: str) -> Any:
-        """A value an earlier step stored; the error names the notebook that makes it."""
-        if key not in self.values:
-            raise KeyError(f"no {key!r} in {self.path}: run {step} first")
-        return self.values[key]
-
-    def tags(self) -> list[dict[str, str]]:
-        from .aws import tag_list
-
-        return tag_list(self.run_id)
-
-
-def load_state(settings: Settings | None = None) -> WorkshopState:
-    """The state of this workshop run (created, with a fresh run id, on first use)."""
-    settings = settings or load_settings()
-    state = WorkshopState.load(settings.state_file, settings.run_id)
-    if settings.target == "aws" and state.region is None:
-        from .aws import get_region
-
-        state.region = get_region(settings)
-        state.save()
-    return state
-
-
-def _settings_state(settings: Settings | None, state: WorkshopState | None) -> tuple[Settings, WorkshopState]:
-    settings = settings or load_settings()
-    return settings, state or load_state(settings)
 
 
 # ====================================================================== local servers
@@ -186,34 +64,6 @@ def _port_of(url: str) -> tuple[str, int]:
     return parts.hostname or "127.0.0.1", parts.port or 80
 
 
-def wait_for_ping(url: str, timeout_s: float = 120.0, process: subprocess.Popen | None = None, path: str = "/ping") -> None:
-    """Poll `url + path` until it answers 200; fail early if `process` exits."""
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"local server exited with code {process.returncode} before answering {url}{path}")
-        try:
-            with urllib.request.urlopen(url + path, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError) as exc:
-            last = exc
-        time.sleep(0.25)
-    raise TimeoutError(f"{url}{path} did not answer within {timeout_s:.0f} s ({last})")
-
-
-def _ping_ok(url: str) -> bool:
-    try:
-        wait_for_ping(url, timeout_s=0.5)
-        return True
-    except (TimeoutError, RuntimeError):
-        return False
-
-
 def start_local_server(kind: str, model_dir: Path | str | None = None, settings: Settings | None = None,
                        state: WorkshopState | None = None, env: Mapping[str, str] | None = None,
                        timeout_s: float = 180.0) -> str:
@@ -223,11 +73,11 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
     `model_dir` the way the container reads `/opt/ml/model`, and is recorded in the state file so
     that `cleanup()` stops it. A server already answering there is reused. Returns its URL.
     """
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     if kind not in LOCAL_SERVERS:
         raise ValueError(f"kind must be one of {sorted(LOCAL_SERVERS)}")
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
-    if _ping_ok(url):
+    if is_answering(url):
         return url
     host, port = _port_of(url)
     child_env = {**os.environ, **(env or {}), "SEMIF_HOST": host, "SEMIF_PORT": str(port)}
@@ -249,33 +99,6 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
         state.forget("local_process", f"{kind}-server")
         raise RuntimeError(f"{exc}\n--- {log_path} ---\n{tail}") from None
     return url
-
-
-def stop_process(pid: int, timeout_s: float = 30.0) -> bool:
-    """SIGTERM the process group we started (as SageMaker does), SIGKILL after `timeout_s`."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            finished, _ = os.waitpid(pid, os.WNOHANG)
-            if finished:
-                return True
-        except ChildProcessError:  # not our child (another notebook kernel started it)
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-        time.sleep(0.1)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return True
 
 
 def extract_model_package(tarball: Path | str, dest: Path | str) -> Path:
@@ -301,9 +124,9 @@ def package_model(gguf: Path | str | None = None, settings: Settings | None = No
 
     Returns `{"tarball", "gguf_name", "sha256", "size", "model_data_url", "uploaded"}`.
     """
-    from . import packaging
+    from .aws import packaging
 
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     package = packaging.build_model_tarball(gguf, out_dir=Path(settings.state_file).parent / "packages")
     info: dict[str, Any] = {"tarball": str(package.tarball), "gguf_name": package.gguf_name, "sha256": package.sha256,
                             "size": package.tarball_size, "model_data_url": package.tarball.resolve().as_uri(), "uploaded": False}
@@ -326,12 +149,12 @@ def _local_model_dir(settings: Settings, state: WorkshopState) -> Path:
 def deploy_text_model(settings: Settings | None = None, state: WorkshopState | None = None,
                       llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
     """Step 02: serve the packaged GGUF with llama.cpp's chat API. Returns the endpoint name or local URL."""
-    from . import deployment
+    from .aws import deployment
 
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     llama_settings = dict(llama_settings or deployment.default_text_settings(settings.dlc_variant))
     if settings.target == "local":
-        from .llama_flags import build_sm_env
+        from .serving.llama_flags import build_sm_env
 
         url = start_local_server("text", _local_model_dir(settings, state), settings, state, env=build_sm_env(llama_settings))
         return state.set("text_endpoint", url)
@@ -342,11 +165,11 @@ def deploy_text_model(settings: Settings | None = None, state: WorkshopState | N
 def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
                         log: Callable[[str], None] = print) -> str:
     """Step 03: build the decision adapter image with CodeBuild and return its ECR URI (local: a note)."""
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     if settings.target == "local":
         log("target=local: no image to build; `semif serve` runs from this checkout (container/Dockerfile is what CodeBuild builds)")
         return state.set("image_uri", "local:semif-adapter")
-    from . import imagebuild
+    from .aws import imagebuild
 
     uri = imagebuild.build_adapter_image(settings=settings, state=state, wait=wait, log=log)
     return state.set("image_uri", uri)
@@ -354,11 +177,11 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
 
 def deploy_decision_model(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
     """Step 04: serve the decision adapter on the packaged model. Returns the endpoint name or local URL."""
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     if settings.target == "local":
         url = start_local_server("decision", _local_model_dir(settings, state), settings, state)
         return state.set("decision_endpoint", url)
-    from . import deployment
+    from .aws import deployment
 
     name = deployment.deploy_decision_endpoint(settings=settings, state=state, wait=wait)
     return state.set("decision_endpoint", name)
@@ -380,9 +203,9 @@ def _post_local(url: str, body: bytes, content_type: str, accept: str = "applica
 def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings | None = None,
                     state: WorkshopState | None = None, mode: str | None = None) -> dict[str, Any]:
     """Score one Jev / System One request on the decision endpoint (local adapter or SageMaker)."""
-    from . import deployment
+    from .aws import deployment
 
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     body = deployment.encode_payload(request)
     target = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
     if settings.target == "local":
@@ -394,9 +217,9 @@ def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings
 def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None, state: WorkshopState | None = None,
          **params: Any) -> dict[str, Any]:
     """One OpenAI-style chat completion from the text endpoint (local twin or the DLC)."""
-    from . import deployment
+    from .aws import deployment
 
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     body = deployment.encode_payload(deployment.build_chat_request(messages, stream=False, **params))
     target = state.require("text_endpoint", "02_deploy_text_dlc (workshop.deploy_text_model)")
     if settings.target == "local":
@@ -407,9 +230,9 @@ def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None 
 def stream_chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None,
                 state: WorkshopState | None = None, **params: Any) -> Iterator[str]:
     """Yield the text deltas of a streamed chat completion (`"stream": true`)."""
-    from . import deployment
+    from .aws import deployment
 
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     body = deployment.encode_payload(deployment.build_chat_request(messages, stream=True, **params))
     target = state.require("text_endpoint", "02_deploy_text_dlc (workshop.deploy_text_model)")
     if settings.target == "local":
@@ -431,13 +254,13 @@ def score_jsonlines(path: Path | str, settings: Settings | None = None, state: W
     Locally returns the response records; on AWS returns the S3 URI of the output (or the job
     name when `wait=False`).
     """
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     body = Path(path).read_bytes()
     if settings.target == "local":
         target = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
         out = _post_local(f"{target}/invocations", body, "application/jsonlines", accept="application/jsonlines")
-        return [json.loads(line) for line in out.decode("utf-8").splitlines() if line.strip()]
-    from . import scaling
+        return [json.loads(line) for _, line in split_lines(out.decode("utf-8"))]
+    from .aws import scaling
 
     return scaling.run_batch_transform(Path(path), settings=settings, state=state, wait=wait)
 
@@ -445,10 +268,10 @@ def score_jsonlines(path: Path | str, settings: Settings | None = None, state: W
 def enable_autoscaling(min_instances: int = 1, max_instances: int = 2, invocations_per_instance: float = 60.0,
                        settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any] | None:
     """Target-tracking autoscaling on the decision endpoint (AWS only; local mode returns None)."""
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     if settings.target == "local":
         return None
-    from . import scaling
+    from .aws import scaling
 
     endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
     return scaling.enable_autoscaling(endpoint, min_instances=min_instances, max_instances=max_instances,
@@ -479,9 +302,9 @@ def cleanup(settings: Settings | None = None, state: WorkshopState | None = None
     A resource that is already gone counts as removed-before; one that fails stays in the state file
     (so a second `cleanup()` retries it) and the state file is kept.
     """
-    from .teardown import delete_resource
+    from .aws.teardown import delete_resource
 
-    settings, state = _settings_state(settings, state)
+    settings, state = settings_and_state(settings, state)
     report = CleanupReport()
     for entry in list(reversed(state.resources)):
         label = f"{entry['kind']} {entry['name']}"
@@ -495,30 +318,3 @@ def cleanup(settings: Settings | None = None, state: WorkshopState | None = None
     if not report.failed and delete_state:
         state.path.unlink(missing_ok=True)
     return report
-
-
-# ====================================================================== CLI
-def command_cleanup(args: Any) -> int:
-    report = cleanup(load_settings(**({"target": args.target} if args.target else {})))
-    print(report)
-    return 1 if report.failed else 0
-
-
-def command_status(args: Any) -> int:
-    settings = load_settings()
-    if not Path(settings.state_file).is_file():
-        print(f"no workshop state at {settings.state_file}")
-        return 0
-    state = WorkshopState.load(settings.state_file)
-    print(json.dumps({"run_id": state.run_id, "region": state.region, "resources": state.resources, "values": state.values}, indent=2))
-    return 0
-
-
-def register_cli(subparsers: Any) -> None:
-    parser = subparsers.add_parser("workshop", help="workshop resources: status and cleanup")
-    sub = parser.add_subparsers(dest="workshop_command", required=True)
-    clean = sub.add_parser("cleanup", help="delete everything this workshop run created (reverse order)")
-    clean.add_argument("--target", choices=("local", "aws"), help="override SEMIF_TARGET")
-    clean.set_defaults(func=command_cleanup)
-    status = sub.add_parser("status", help="print the state file: run id, resources, values")
-    status.set_defaults(func=command_status)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,13 @@ MAX_ABS_DIFF = 0.10
 MEAN_ABS_DIFF = 0.03
 
 
+def free_port() -> int:
+    """A loopback port nobody listens on now (the servers under test bind it next)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
 def settings():
     from semif_lib.settings import Settings
@@ -24,7 +31,7 @@ def settings():
 
 @pytest.fixture(scope="session")
 def engine(settings):
-    from semif_lib.engine import DecisionEngine
+    from semif_lib.decision.engine import DecisionEngine
 
     eng = DecisionEngine(settings)
     yield eng
@@ -33,8 +40,9 @@ def engine(settings):
 
 @pytest.fixture(scope="session")
 def example_requests() -> list[dict]:
-    with (DATA / "examples.jsonl").open() as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    from semif_lib.jsonlines import read_records
+
+    return read_records(DATA / "examples.jsonl")
 
 
 def flatten_probabilities(response) -> dict[tuple[str, str], float]:

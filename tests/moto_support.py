@@ -36,8 +36,8 @@ def aws_credentials(monkeypatch):
                        "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setattr("semif_lib.iamroles.ROLE_PROPAGATION_S", 0)
-    from semif_lib import aws as aws_module
+    monkeypatch.setattr("semif_lib.aws.iamroles.ROLE_PROPAGATION_S", 0)
+    from semif_lib.aws import clients as aws_module
 
     aws_module.reset_sessions()
     yield

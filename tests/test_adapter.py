@@ -1,6 +1,6 @@
 """The decision adapter as a real process on loopback, driven with httpx.
 
-One server (started with `python -m semif_lib.adapter serve`, bearer token set) serves this
+One server (started with `python -m semif_lib.serving.app serve`, bearer token set) serves this
 module; `test_adapter_lifecycle.py` starts its own for SIGTERM, startup failures and a full queue.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,11 @@ from typing import Iterator
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from conftest import DATA, MAX_ABS_DIFF, ROOT
+from conftest import DATA, MAX_ABS_DIFF, ROOT, free_port
 
 API_KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -33,12 +34,6 @@ MAX_PING_S = 2.0  # SageMaker's limit for /ping
 
 
 # ----------------------------------------------------------------- server processes
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class ServerProcess:
     proc: subprocess.Popen
@@ -95,7 +90,7 @@ def running_server(command: list[str], env: dict[str, str], port: int, ready: st
         log.close()
 
 
-ADAPTER_COMMAND = [sys.executable, "-m", "semif_lib.adapter", "serve"]
+ADAPTER_COMMAND = [sys.executable, "-m", "semif_lib.serving.app", "serve"]
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +197,7 @@ def test_jsonlines_one_response_per_line_in_order(client, examples):
     lines = [json.dumps(r) for r in examples]
     lines.insert(2, '{"id": "broken", "state": "x", "questions": {}}')
     lines.insert(4, "")  # blank lines are skipped, as SplitType=Line may leave them
-    odd = {**small_request(5), "id": "u2028", "state": "first\u2028second\u0085third"}  # not line breaks in JSON Lines
+    odd = {**small_request(5), "id": "u2028\u2028\u0085", "state": "first\u2028second\u0085third"}  # not line breaks in JSON Lines
     lines.append(json.dumps(odd, ensure_ascii=False))
     lines.append("not json at all")
     response = client.post("/invocations", content="\n".join(lines) + "\n", headers={"Content-Type": "application/jsonlines"})
@@ -210,7 +205,7 @@ def test_jsonlines_one_response_per_line_in_order(client, examples):
     out = [json.loads(line) for line in response.text.split("\n") if line]
     expected_ids = [r["id"] for r in examples]
     expected_ids.insert(2, "broken")
-    expected_ids += ["u2028", f"line-{len(lines)}"]
+    expected_ids += ["u2028\u2028\u0085", f"line-{len(lines)}"]
     assert [o["id"] for o in out] == expected_ids
     assert out[2]["status"] == 400 and out[2]["error"]["field"] == "questions"
     assert out[-1]["status"] == 400 and out[-1]["error"]["field"] == "body"

@@ -12,8 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from conftest import DATA
-from test_adapter import ADAPTER_COMMAND, assert_error, free_port, running_server, server_env, small_request
+from conftest import DATA, free_port
+from test_adapter import (
+    ADAPTER_COMMAND,
+    assert_error,
+    running_server,
+    server_env,
+    small_request,
+)
 
 SEMIF_SERVE = [sys.executable, "-m", "semif_lib.cli", "serve"]  # what the `semif serve` script runs
 

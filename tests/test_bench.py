@@ -2,8 +2,13 @@
 
 import json
 
-from semif_lib.bench import PATHS, QUICK_FRESH_QUESTIONS, QUICK_STATES, load_workload
 from semif_lib.cli import main
+from semif_lib.measurement.bench import (
+    PATHS,
+    QUICK_FRESH_QUESTIONS,
+    QUICK_STATES,
+    load_workload,
+)
 
 
 def test_workload_shape():
@@ -41,7 +46,7 @@ def test_quick_modes_benchmark_writes_complete_results(tmp_path):
 
 
 def test_markdown_quotes_the_results_file():
-    from semif_lib.bench import RESULTS_DIR, format_markdown
+    from semif_lib.measurement.bench import RESULTS_DIR, format_markdown
 
     doc = json.loads((RESULTS_DIR / "bench" / "modes-quick.json").read_text())
     text = format_markdown(doc)
@@ -52,7 +57,7 @@ def test_markdown_quotes_the_results_file():
 
 def test_readme_quotes_the_full_results_verbatim():
     """The README's benchmark tables are the committed full run, with the command that produced it."""
-    from semif_lib.bench import RESULTS_DIR, format_markdown
+    from semif_lib.measurement.bench import RESULTS_DIR, format_markdown
 
     doc = json.loads((RESULTS_DIR / "bench" / "modes.json").read_text())
     readme = (RESULTS_DIR.parent / "README.md").read_text()

@@ -5,12 +5,18 @@ import math
 import numpy as np
 import pytest
 
-from semif_lib.calibration import (
+from semif_lib.decision.calibrator import (
     CalibrationError,
     CalibrationMismatchError,
     Calibrator,
-    Decision,
     apply_temperature,
+    load_calibration,
+    remove_prior,
+)
+from semif_lib.decision.prompt import PROMPT_VERSION, plan_question
+from semif_lib.decision.schema import ChoiceQuestion
+from semif_lib.measurement.calibration import (
+    Decision,
     build_calibration,
     compute_balanced_accuracy,
     compute_brier,
@@ -18,14 +24,10 @@ from semif_lib.calibration import (
     compute_metrics,
     compute_nll,
     fit_temperature,
-    load_calibration,
     predict_out_of_fold,
-    remove_prior,
     save_calibration,
     split_groups,
 )
-from semif_lib.prompt import PROMPT_VERSION, plan_question
-from semif_lib.schema import ChoiceQuestion
 
 
 def make_decision(logits, label, group="g", kind="choice", mass=1.0, task="t"):
@@ -131,13 +133,11 @@ def test_calibration_file_round_trip_and_refusal(tmp_path):
 
 
 def test_calibration_file_refused_for_a_different_model_file(tmp_path):
-    class FakeEngine:
-        model_path = tmp_path / "other.gguf"
-
-    FakeEngine.model_path.write_bytes(b"not the model the file was fitted on")
+    model_path = tmp_path / "other.gguf"
+    model_path.write_bytes(b"not the model the file was fitted on")
     path = save_calibration(build_calibration([], model_sha256="a" * 64, model_file="m.gguf"), tmp_path / "cal.json")
     with pytest.raises(CalibrationMismatchError) as info:
-        load_calibration(path, FakeEngine())
+        load_calibration(path, model_path)
     assert info.value.field == "calibration" and "other.gguf" in info.value.message and "m.gguf" in info.value.message
 
 

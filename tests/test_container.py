@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -15,16 +14,10 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 CONTAINER = ROOT / "container"
 ENTRYPOINT = CONTAINER / "entrypoint.sh"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _entrypoint_env(**extra: str) -> dict[str, str]:
@@ -42,14 +35,14 @@ def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
     assert lines[first_from] == "FROM ${BASE_IMAGE}"
     assert args["DLC_VARIANT"] == "cpu"  # cpu by default; --build-arg DLC_VARIANT=cuda for GPUs
     base = args["BASE_IMAGE"].replace("${DLC_REGISTRY}", args["DLC_REGISTRY"]).replace("${DLC_VARIANT}", "cpu")
-    from semif_lib.deployment import resolve_dlc_image_uri
+    from semif_lib.aws.dlc import resolve_dlc_image_uri
 
     assert base == resolve_dlc_image_uri("us-east-1", "cpu")
     assert 'ENTRYPOINT ["/usr/local/bin/semif-entrypoint"]' in lines and 'CMD ["serve"]' in lines
     assert "COPY container/entrypoint.sh /usr/local/bin/semif-entrypoint" in lines
     assert "LLAMA_CPP_LIB_PATH=/opt/llama.cpp/bin" in text and "-DLLAMA_BUILD=OFF" in text
     assert "SEMIF_HOST=0.0.0.0" in text and "SEMIF_PORT=8080" in text and "EXPOSE 8080" in lines
-    from semif_lib.llamabinding import BINDING_VERSION, DLC_BUILD
+    from semif_lib.serving.llamabinding import BINDING_VERSION, DLC_BUILD
 
     assert f"ARG LLAMA_CPP_PYTHON_VERSION={BINDING_VERSION}" in lines and f"LLAMA_CPP_BUILD={DLC_BUILD}" in text
     assert "pip install --no-deps /opt/semif/src" in text  # the project's own llama-cpp-python pin must not replace it
@@ -70,9 +63,9 @@ def test_buildspec_logs_in_builds_checks_and_pushes():
     # every variable the buildspec reads is set by the CodeBuild project (or by CodeBuild itself)
     used = set(re.findall(r"\$\{?([A-Z_]+)", json.dumps(spec["phases"])))
     assert used <= {"AWS_DEFAULT_REGION", "CODEBUILD_BUILD_SUCCEEDING", "DLC_REGISTRY", "IMAGE_REPO_URI", "IMAGE_TAG", "BASE_IMAGE"}
-    import semif_lib.imagebuild as ib
+    import semif_lib.aws.imagebuild as ib
 
-    source = (ROOT / "semif_lib" / "imagebuild.py").read_text()
+    source = (ROOT / "semif_lib" / "aws" / "imagebuild.py").read_text()
     for name in ("IMAGE_REPO_URI", "BASE_IMAGE", "DLC_REGISTRY", "IMAGE_TAG"):
         assert f'"{name}"' in source
     assert ib.build_source_zip  # the zip carries container/ and the package
@@ -99,7 +92,7 @@ def test_check_fails_loudly_on_a_wrong_library(tmp_path):
     run = subprocess.run(["bash", str(ENTRYPOINT), "serve"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 3 and "llama.cpp b10300" in run.stderr and "b10433" in run.stderr
-    from semif_lib.llamabinding import BINDING_VERSION, binding_version
+    from semif_lib.serving.llamabinding import BINDING_VERSION, binding_version
 
     if binding_version() != BINDING_VERSION:  # the venv's own binding is newer than the DLC's library
         (tmp_path / "BUILD_NUMBER").write_text("10433\n")
@@ -127,9 +120,9 @@ def opt_ml_model(tmp_path):
 
 
 def test_entrypoint_serve_answers_ping_and_invocations(opt_ml_model, example_requests, tmp_path):
-    from semif_lib.workshop import wait_for_ping
+    from semif_lib.processes import wait_for_ping
 
-    port = _free_port()
+    port = free_port()
     env = _entrypoint_env(SEMIF_MODEL_DIR=str(opt_ml_model), SEMIF_HOST="127.0.0.1", SEMIF_PORT=str(port),
                           SEMIF_THREADS="2", SEMIF_N_CTX="2048", SEMIF_CACHE_TOKENS="1024")
     log = (tmp_path / "server.log").open("wb")

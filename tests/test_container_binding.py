@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MAX_ABS_DIFF, ROOT
+from conftest import MAX_ABS_DIFF, ROOT, free_port
 from test_container import opt_ml_model  # noqa: F401 - fixture
 
 LIB_DIR = Path(os.environ.get("SEMIF_TEST_LIBLLAMA_DIR", ROOT / ".semif" / "llama-cpp-b10435"))
@@ -49,7 +49,7 @@ def test_the_project_binding_is_refused_loudly():
     env = _env()
     env.pop("PYTHONPATH")
     run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=env, capture_output=True, text=True, timeout=120)
-    from semif_lib.llamabinding import binding_version
+    from semif_lib.serving.llamabinding import binding_version
 
     if binding_version() == "0.3.35":
         pytest.skip("the venv itself has the matching binding")
@@ -66,11 +66,11 @@ def test_without_backend_loading_no_model_can_load():
 
 
 def test_adapter_serves_on_the_external_library(opt_ml_model, engine, example_requests, tmp_path):
-    from semif_lib.schema import parse_request
-    from semif_lib.workshop import wait_for_ping
-    from test_container import _free_port
 
-    port = _free_port()
+    from semif_lib.decision.schema import parse_request
+    from semif_lib.processes import wait_for_ping
+
+    port = free_port()
     env = _env(SEMIF_MODEL_DIR=str(opt_ml_model), SEMIF_HOST="127.0.0.1", SEMIF_PORT=str(port), SEMIF_THREADS="2",
                SEMIF_N_CTX="4096", SEMIF_CACHE_TOKENS="2048")
     log_path = tmp_path / "server.log"

@@ -22,13 +22,13 @@ from moto_support import *  # noqa: F401,F403
     ],
 )
 def test_dlc_image_uri(region, variant, uri):
-    from semif_lib.deployment import resolve_dlc_image_uri
+    from semif_lib.aws.dlc import resolve_dlc_image_uri
 
     assert resolve_dlc_image_uri(region, variant) == uri
 
 
 def test_dlc_image_uri_rejects_unknowns():
-    from semif_lib.deployment import resolve_dlc_image_uri
+    from semif_lib.aws.dlc import resolve_dlc_image_uri
 
     with pytest.raises(ValueError, match="variant"):
         resolve_dlc_image_uri("us-east-1", "tpu")
@@ -38,8 +38,8 @@ def test_dlc_image_uri_rejects_unknowns():
 
 # ------------------------------------------------------------------ environment
 def test_container_env_uses_the_twin_translation():
-    from semif_lib.deployment import build_container_env, default_text_settings
-    from semif_lib.llama_flags import translate_sm_env
+    from semif_lib.aws.deployment import build_container_env, default_text_settings
+    from semif_lib.serving.llama_flags import translate_sm_env
 
     env = build_container_env(default_text_settings("cuda"))
     assert env == {"SM_LLAMA_CPP_CTX_SIZE": "4096", "SM_LLAMA_CPP_JINJA": "true", "SM_LLAMA_CPP_N_GPU_LAYERS": "999"}
@@ -47,7 +47,7 @@ def test_container_env_uses_the_twin_translation():
 
 
 def test_container_env_limits():
-    from semif_lib.deployment import build_container_env, validate_container_env
+    from semif_lib.aws.deployment import build_container_env, validate_container_env
 
     assert len(validate_container_env({f"K{i}": "v" for i in range(100)})) == 100
     with pytest.raises(ValueError, match="at most 100"):
@@ -75,7 +75,11 @@ def _events(raw: bytes, cut: list[int]) -> list[dict]:
 
 
 def test_stream_parsing_survives_any_split():
-    from semif_lib.deployment import iter_chat_deltas, iter_payload_parts, iter_sse_events
+    from semif_lib.aws.deployment import (
+        iter_chat_deltas,
+        iter_payload_parts,
+        iter_sse_events,
+    )
 
     chunks = ["Hel", "lo, ", "wörld", "!"]
     raw = b"".join(
@@ -90,7 +94,7 @@ def test_stream_parsing_survives_any_split():
 
 
 def test_stream_errors_raise():
-    from semif_lib.deployment import iter_payload_parts
+    from semif_lib.aws.deployment import iter_payload_parts
 
     stream = [{"PayloadPart": {"Bytes": b"data: {}\n"}}, {"ModelStreamError": {"ErrorCode": "ModelError", "Message": "boom"}}]
     with pytest.raises(RuntimeError, match="ModelError boom"):
@@ -98,7 +102,7 @@ def test_stream_errors_raise():
 
 
 def test_payload_encoding_is_compact_and_bounded():
-    from semif_lib.deployment import build_chat_request, encode_payload
+    from semif_lib.aws.deployment import build_chat_request, encode_payload
 
     body = encode_payload(build_chat_request("hi", stream=True, temperature=0))
     assert body == b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":256,"temperature":0,"stream":true}'
@@ -109,7 +113,7 @@ def test_payload_encoding_is_compact_and_bounded():
 
 # ------------------------------------------------------------------ endpoints (moto)
 def test_text_endpoint_on_the_dlc(state, aws_settings, fake_gguf):
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
     from semif_lib.workshop import deploy_text_model, package_model
 
     package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
@@ -138,7 +142,7 @@ def test_text_endpoint_on_the_dlc(state, aws_settings, fake_gguf):
 
 
 def test_cuda_variant_sets_gpu_options(aws, aws_settings, fake_gguf):
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
     from semif_lib.workshop import deploy_text_model, load_state, package_model
 
     settings = aws_settings.model_copy(update={"dlc_variant": "cuda"})
@@ -157,7 +161,12 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
     """moto's runtime returns what is queued through its API: this checks the call path and decoding."""
     import requests
 
-    from semif_lib.workshop import build_adapter_image, deploy_decision_model, invoke_decision, package_model
+    from semif_lib.workshop import (
+        build_adapter_image,
+        deploy_decision_model,
+        invoke_decision,
+        package_model,
+    )
 
     package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
     build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from conftest import MAX_ABS_DIFF, MEAN_ABS_DIFF, flatten_probabilities
+from semif_lib.decision.schema import parse_request
 from semif_lib.errors import InvalidRequestError, PayloadTooLargeError
-from semif_lib.schema import parse_request
+
+from conftest import MAX_ABS_DIFF, MEAN_ABS_DIFF, flatten_probabilities
 
 LONG_STATE = "\n".join(
     f"[{h:02d}:{m:02d}] agent-{h % 3}: checkout latency p99 is {200 + 37 * h + m} ms on region eu-{h % 2}, "

@@ -5,11 +5,18 @@ import json
 import numpy as np
 import pytest
 
-from conftest import DATA
-from semif_lib.calibration import Decision
 from semif_lib.cli import main
 from semif_lib.errors import InvalidRequestError
-from semif_lib.evaluation import evaluate_decisions, format_report, load_decisions, read_labeled, rotate_options
+from semif_lib.measurement.calibration import Decision
+from semif_lib.measurement.evaluation import (
+    evaluate_decisions,
+    format_report,
+    load_decisions,
+    read_labeled,
+    rotate_options,
+)
+
+from conftest import DATA
 
 LABELED = DATA / "labeled"
 
@@ -76,7 +83,7 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     assert again["overall"]["raw"]["accuracy"] == pytest.approx(report["overall"]["raw"]["accuracy"])
     assert again["overall"]["debiased"]["nll"] == pytest.approx(report["overall"]["debiased"]["nll"], abs=1e-3)
 
-    from semif_lib.engine import DecisionEngine
+    from semif_lib.decision.engine import DecisionEngine
     from semif_lib.settings import Settings
 
     doc = json.loads(cal_path.read_text())
@@ -90,8 +97,9 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
 
 
 def test_engine_refuses_a_calibration_file_for_another_model(tmp_path):
-    from semif_lib.calibration import CalibrationMismatchError, build_calibration, save_calibration
-    from semif_lib.engine import DecisionEngine
+    from semif_lib.decision.calibrator import CalibrationMismatchError
+    from semif_lib.decision.engine import DecisionEngine
+    from semif_lib.measurement.calibration import build_calibration, save_calibration
     from semif_lib.settings import Settings
 
     path = save_calibration(build_calibration([], model_sha256="f" * 64, model_file="bigger-model.gguf"), tmp_path / "cal.json")

@@ -10,12 +10,12 @@ from moto_support import *  # noqa: F401,F403
 
 
 def test_source_zip_is_the_build_context_and_reproducible():
-    from semif_lib.imagebuild import build_source_zip
+    from semif_lib.aws.imagebuild import build_source_zip
 
     data, sha = build_source_zip()
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     for needed in ("container/Dockerfile", "container/buildspec.yml", "container/entrypoint.sh", "pyproject.toml",
-                   "README.md", "semif_lib/__init__.py", "semif_lib/adapter.py" if any(n == "semif_lib/adapter.py" for n in names) else "semif_lib/engine.py"):
+                   "README.md", "semif_lib/__init__.py", "semif_lib/serving/app.py", "semif_lib/decision/engine.py"):
         assert needed in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
     info = zipfile.ZipFile(io.BytesIO(data)).getinfo("container/entrypoint.sh")
@@ -24,7 +24,7 @@ def test_source_zip_is_the_build_context_and_reproducible():
 
 
 def test_codebuild_flow(state, aws_settings):
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
     from semif_lib.workshop import build_adapter_image
 
     lines: list[str] = []
@@ -61,7 +61,7 @@ def test_codebuild_flow(state, aws_settings):
 
 def test_failed_build_is_described():
     """moto's builds always succeed, so the failure text is checked on a batch_get_builds-shaped record."""
-    from semif_lib.imagebuild import describe_build_failure
+    from semif_lib.aws.imagebuild import describe_build_failure
 
     build = {"id": "p:1", "buildStatus": "FAILED", "logs": {"deepLink": "https://console/log"},
              "phases": [{"phaseType": "PRE_BUILD", "phaseStatus": "SUCCEEDED"},
@@ -70,8 +70,8 @@ def test_failed_build_is_described():
 
 
 def test_unchanged_source_is_not_rebuilt(state, aws_settings):
-    from semif_lib import imagebuild
-    from semif_lib.aws import make_client
+    from semif_lib.aws import imagebuild
+    from semif_lib.aws.clients import make_client
 
     _, sha = imagebuild.build_source_zip()
     repo = imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)

@@ -1,9 +1,16 @@
 """SM_LLAMA_CPP_* <-> llama-server flags: the DLC's rules, both directions, round trip."""
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from semif_lib.llama_flags import build_server_command, build_sm_env, parse_flags, translate_sm_env
+from semif_lib.serving.llama_flags import (
+    build_server_command,
+    build_sm_env,
+    parse_flags,
+    translate_sm_env,
+)
 
 
 def test_dlc_rules():

@@ -36,7 +36,7 @@ def test_no_model_says_how_to_get_one(tmp_path, monkeypatch):
 
 
 def test_corrupt_model_is_a_clear_load_error(tmp_path):
-    from semif_lib.engine import DecisionEngine
+    from semif_lib.decision.engine import DecisionEngine
     from semif_lib.errors import ModelLoadError
     from semif_lib.settings import Settings
 

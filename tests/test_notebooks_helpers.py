@@ -1,4 +1,4 @@
-"""The helpers the notebooks call (semif_lib.notebook, semif_lib.plots), without a kernel or a model."""
+"""The helpers the notebooks call (semif_lib.notebook, semif_lib.measurement.plots), without a kernel or a model."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_data_files_resolve_from_any_working_directory(monkeypatch, tmp_path):
 def test_form_round_trips_the_request_and_applies_edits():
     pytest.importorskip("ipywidgets")
     from semif_lib import notebook
-    from semif_lib.schema import parse_request
+    from semif_lib.decision.schema import parse_request
 
     request = notebook.read_examples()[0]
     form = notebook.DecisionForm(request)
@@ -97,7 +97,7 @@ def test_plots_return_figures():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from semif_lib import plots
+    from semif_lib.measurement import plots
 
     fig = plots.plot_probabilities(RESPONSE)
     assert len([ax for ax in fig.axes if ax.get_visible()]) == 3
@@ -140,7 +140,7 @@ def test_importing_the_helpers_stays_cheap():
     import subprocess
     import sys
 
-    code = ("import sys, semif_lib.notebook, semif_lib.plots; "
+    code = ("import sys, semif_lib.notebook, semif_lib.measurement.plots; "
             "print(sorted(m for m in ('pandas', 'matplotlib', 'ipywidgets', 'boto3', 'llama_cpp') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

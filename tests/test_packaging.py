@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import tarfile
 
-import pytest
-
 from moto_support import *  # noqa: F401,F403
 from moto_support import make_fake_gguf
 
 
 def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
+    from semif_lib.aws.packaging import build_model_tarball, list_tarball
     from semif_lib.modelfile import find_gguf_in_dir, hash_file
-    from semif_lib.packaging import build_model_tarball, list_tarball
     from semif_lib.workshop import extract_model_package
 
     package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
@@ -28,7 +26,7 @@ def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
 
 
 def test_tarball_is_reused_for_the_same_model(tmp_path, fake_gguf):
-    from semif_lib.packaging import build_model_tarball
+    from semif_lib.aws.packaging import build_model_tarball
 
     first = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
     mtime = first.tarball.stat().st_mtime_ns
@@ -37,8 +35,8 @@ def test_tarball_is_reused_for_the_same_model(tmp_path, fake_gguf):
 
 
 def test_bucket_is_private_and_encrypted(state, aws_settings):
-    from semif_lib.aws import make_client
-    from semif_lib.packaging import ensure_bucket
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.packaging import ensure_bucket
 
     bucket = ensure_bucket(aws_settings, state)
     s3 = make_client("s3", aws_settings)
@@ -52,8 +50,8 @@ def test_bucket_is_private_and_encrypted(state, aws_settings):
 
 
 def test_upload_is_encrypted_and_idempotent(state, aws_settings, fake_gguf, tmp_path, monkeypatch):
-    from semif_lib import packaging
-    from semif_lib.aws import make_client
+    from semif_lib.aws import packaging
+    from semif_lib.aws.clients import make_client
 
     package = packaging.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
     first = packaging.upload_model(package, settings=aws_settings, state=state, progress=False)
@@ -71,8 +69,8 @@ def test_upload_is_encrypted_and_idempotent(state, aws_settings, fake_gguf, tmp_
 
 
 def test_big_models_go_up_in_parts(state, aws_settings, tmp_path, monkeypatch):
-    from semif_lib import packaging
-    from semif_lib.aws import make_client
+    from semif_lib.aws import packaging
+    from semif_lib.aws.clients import make_client
 
     monkeypatch.setattr(packaging, "MULTIPART_THRESHOLD", 5 << 20)
     monkeypatch.setattr(packaging, "MULTIPART_CHUNK", 5 << 20)

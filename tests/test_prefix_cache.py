@@ -1,4 +1,4 @@
-from semif_lib.prefix_cache import PrefixCache, count_common_prefix
+from semif_lib.decision.prefix_cache import PrefixCache, count_common_prefix
 
 
 def test_common_prefix():
@@ -21,4 +21,4 @@ def test_match_exact_partial_and_lru():
     assert cache.pick_victim() is b
     b.pins = 1
     assert cache.pick_victim() is a  # pinned entries are never evicted
-    assert cache.used_tokens == 80 and cache.fits(20) and not cache.fits(21)
+    assert cache.used_tokens == 80 and cache.budget_tokens - cache.used_tokens == 20

@@ -3,8 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from semif_lib.prompt import QuestionPlan
-from semif_lib.readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
+from semif_lib.decision.prompt import QuestionPlan
+from semif_lib.decision.readout import (
+    build_answer,
+    read_sequence_scores,
+    read_slot_logits,
+    sum_sequence_logprobs,
+)
 
 
 def test_slot_readout_by_hand():

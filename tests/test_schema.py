@@ -1,7 +1,11 @@
 import pytest
 
+from semif_lib.decision.schema import (
+    MAX_CHOICE_OPTIONS,
+    parse_json_bytes,
+    parse_request,
+)
 from semif_lib.errors import InvalidRequestError
-from semif_lib.schema import MAX_CHOICE_OPTIONS, parse_json_bytes, parse_request
 
 
 def _req(question):

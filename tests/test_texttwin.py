@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Iterator
 
 import httpx
 import pytest
 
-from conftest import ROOT
-from test_adapter import ServerProcess, free_port, running_server, server_env
+from conftest import ROOT, free_port
+from test_adapter import ServerProcess, running_server, server_env
 
 API_KEY = "twin-secret"
 ALIAS = "smollm2-twin"
@@ -24,7 +23,7 @@ def twin() -> Iterator[ServerProcess]:
     port = free_port()
     env = server_env(port, SM_LLAMA_CPP_CTX_SIZE="2048", SM_LLAMA_CPP_ALIAS=ALIAS, SM_LLAMA_CPP_API_KEY=API_KEY,
                      SM_LLAMA_CPP_SEED="7", SM_LLAMA_CPP_PARALLEL="2", SM_LLAMA_CPP_JINJA="true", SM_LLAMA_CPP_MLOCK="false")
-    command = [sys.executable, "-m", "semif_lib.texttwin", "serve-text", "--port", str(port)]
+    command = [sys.executable, "-m", "semif_lib.serving.texttwin", "serve-text", "--port", str(port)]
     with running_server(command, env, port) as server:
         yield server
 
@@ -92,7 +91,7 @@ def test_api_key_from_sm_environment(twin):
 
 # ----------------------------------------------------------------- configuration, no server
 def test_flags_map_onto_llama_cpp_python_settings():
-    from semif_lib.texttwin import map_flags
+    from semif_lib.serving.texttwin import map_flags
 
     model, server, ignored = map_flags(["--ctx-size", "8192", "--n-gpu-layers", "999", "--flash-attn", "on", "--jinja",
                                         "--cache-type-k", "q8_0", "--no-mmap", "--api-key", "k", "--parallel", "4", "--hf-repo", "x/y"])
@@ -104,9 +103,9 @@ def test_flags_map_onto_llama_cpp_python_settings():
 
 
 def test_config_precedence_and_dlc_model_discovery(tmp_path):
-    from semif_lib.llama_flags import build_sm_env
+    from semif_lib.serving.llama_flags import build_sm_env
+    from semif_lib.serving.texttwin import TEXT_PORT, build_text_config
     from semif_lib.settings import Settings
-    from semif_lib.texttwin import TEXT_PORT, build_text_config
 
     nested = tmp_path / "model" / "inner"
     nested.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """The token tree that merges branches' shared leading tokens (no model needed)."""
 
-from semif_lib.tokentree import TokenTree, plan_tree_waves
+from semif_lib.decision.tokentree import TokenTree, plan_tree_waves
 
 
 def plan_indices(*args, **kwargs):

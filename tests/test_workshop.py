@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -26,7 +25,7 @@ def _run_every_aws_step(settings, st, gguf, tmp_path):
 
 def _tagged_leftovers(settings, run_id: str) -> list[str]:
     """Every resource of any kind the workshop creates that still carries this run's tag (or name)."""
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
 
     left: list[str] = []
     sm = make_client("sagemaker", settings)
@@ -50,7 +49,7 @@ def _tagged_leftovers(settings, run_id: str) -> list[str]:
 
 
 def test_batch_transform_job(state, aws_settings, fake_gguf, tmp_path):
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
 
     job = _run_every_aws_step(aws_settings, state, fake_gguf, tmp_path)
     desc = make_client("sagemaker", aws_settings).describe_transform_job(TransformJobName=job)
@@ -66,7 +65,7 @@ def test_batch_transform_job(state, aws_settings, fake_gguf, tmp_path):
 
 
 def test_autoscaling_tracks_invocations_per_instance(state, aws_settings, fake_gguf, tmp_path):
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
 
     _run_every_aws_step(aws_settings, state, fake_gguf, tmp_path)
     aas = make_client("application-autoscaling", aws_settings)
@@ -102,7 +101,7 @@ def test_cleanup_leaves_no_tagged_resource(state, aws_settings, fake_gguf, tmp_p
 
 
 def test_cleanup_reports_what_was_already_gone(state, aws_settings, fake_gguf):
-    from semif_lib.aws import make_client
+    from semif_lib.aws.clients import make_client
     from semif_lib.workshop import cleanup, deploy_text_model, package_model
 
     package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
@@ -171,7 +170,7 @@ class _Capture(BaseHTTPRequestHandler):
 def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monkeypatch):
     import requests
 
-    from semif_lib import aws as aws_module
+    from semif_lib.aws import deployment
     from semif_lib.settings import Settings
     from semif_lib.workshop import WorkshopState, invoke_decision
 
@@ -188,14 +187,14 @@ def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monk
     (path, content_type, local_body), = _Capture.bodies
 
     sent: list[bytes] = []
-    real_make_client = aws_module.make_client
+    real_make_client = deployment.make_client
 
     def observed(service, settings):  # the real (moto) client, with a hook that records the request body
         client = real_make_client(service, settings)
         client.meta.events.register("before-send.sagemaker-runtime.InvokeEndpoint", lambda request, **_: sent.append(request.body))
         return client
 
-    monkeypatch.setattr(aws_module, "make_client", observed)
+    monkeypatch.setattr(deployment, "make_client", observed)  # where invoke_decision_endpoint looks it up
     remote = Settings(target="aws", aws_region="us-east-1", state_file=tmp_path / "aws.json", run_id="byt3s1")
     st_aws = WorkshopState.load(remote.state_file, "byt3s1")
     st_aws.set("decision_endpoint", "semif-decision-byt3s1")

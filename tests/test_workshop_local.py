@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from conftest import free_port
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +26,7 @@ def local_settings(shared_semif_dir, request, monkeypatch):
     monkeypatch.setenv("SEMIF_N_CTX", "2048")
     monkeypatch.setenv("SEMIF_CACHE_TOKENS", "1024")
     return Settings(target="local", state_file=shared_semif_dir / f"{request.node.name}.json", run_id="l0cal1",
-                    local_decision_url=f"http://127.0.0.1:{_free_port()}", local_text_url=f"http://127.0.0.1:{_free_port()}")
+                    local_decision_url=f"http://127.0.0.1:{free_port()}", local_text_url=f"http://127.0.0.1:{free_port()}")
 
 
 SMALL = {"state": "Customer: I was charged twice for one order.",
@@ -54,9 +48,10 @@ def test_local_workshop_run(local_settings, tmp_path):
     lines = tmp_path / "two.jsonl"
     import json
 
-    lines.write_text("".join(json.dumps({"id": i, **SMALL}) + "\n" for i in ("a", "b")))
+    odd_id = "c\u2028d\u0085e"  # the adapter echoes it unescaped (ensure_ascii=False): not a line break in JSON Lines
+    lines.write_text("".join(json.dumps({"id": i, **SMALL}, ensure_ascii=False) + "\n" for i in ("a", "b", odd_id)), encoding="utf-8")
     records = workshop.score_jsonlines(lines, settings=local_settings, state=state)
-    assert [r["id"] for r in records] == ["a", "b"]
+    assert [r["id"] for r in records] == ["a", "b", odd_id]
     assert records[0]["answers"]["billing"]["noul"] == pytest.approx(answer["answers"]["billing"]["noul"], abs=0.1)
     assert workshop.enable_autoscaling(settings=local_settings, state=state) is None
     pid = state.find("local_process")[0]["pid"]

@@ -18,10 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .modelfile import find_model_path
-from .prompt import build_messages, generate_letter_slots, plan_question
-from .schema import ChoiceQuestion, DecisionRequest, NoulQuestion, ScoreQuestion, parse_request, render_content
-from .settings import Settings
+from ..decision.prompt import build_messages, generate_letter_slots, plan_question
+from ..decision.schema import (
+    ChoiceQuestion,
+    DecisionRequest,
+    NoulQuestion,
+    ScoreQuestion,
+    parse_request,
+    render_content,
+)
+from ..modelfile import find_model_path
+from ..settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from llama_cpp import Llama
@@ -37,9 +44,9 @@ def open_chat_model(settings: Settings, model_path: Path | str | None = None, lo
     """A high-level `Llama` with every default set explicitly (its own defaults differ from the C ones)."""
     from llama_cpp import Llama
 
-    from .engine import _ensure_backend
+    from ..decision.engine import ensure_backend
 
-    _ensure_backend(settings.verbose)
+    ensure_backend(settings.verbose)
     path = Path(model_path) if model_path else find_model_path(settings.model_path, settings.model_dir)
     return Llama(
         model_path=str(path),

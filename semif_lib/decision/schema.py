@@ -14,9 +14,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
-from .errors import InvalidRequestError
+from ..errors import InvalidRequestError
 
 MAX_CHOICE_OPTIONS = 255
 MIN_CHOICE_OPTIONS = 2
@@ -200,7 +207,7 @@ def format_validation_error(exc: ValidationError) -> InvalidRequestError:
     field = ".".join(loc) or "body"
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "union_tag_invalid":
-        message = f"unknown question type; expected one of 'noul', 'choice', 'score'"
+        message = "unknown question type; expected one of 'noul', 'choice', 'score'"
     elif err["type"] == "union_tag_not_found":
         message = "question needs a 'type': one of 'noul', 'choice', 'score'"
     return InvalidRequestError(f"{field}: {message}", field=field)

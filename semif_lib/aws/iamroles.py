@@ -9,12 +9,21 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .settings import Settings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .workshop import WorkshopState
+from ..settings import Settings
+from .clients import (
+    compact_json,
+    get_account_id,
+    get_region,
+    is_not_found,
+    load_policy,
+    make_client,
+    partition_for,
+)
+from .dlc import dlc_account
+from .packaging import default_bucket
+from .state import WorkshopState
 
 __all__ = ["ensure_role", "policy_values", "resolve_execution_role"]
 
@@ -22,12 +31,8 @@ INLINE_POLICY_NAME = "semif-least-privilege"
 ROLE_PROPAGATION_S = 10  # IAM is eventually consistent: a brand-new role is not assumable at once
 
 
-def policy_values(settings: Settings, state: "WorkshopState") -> dict[str, str]:
+def policy_values(settings: Settings, state: WorkshopState) -> dict[str, str]:
     """Values for the `${...}` placeholders of the policies in container/iam/."""
-    from .aws import get_account_id, get_region, partition_for
-    from .deployment import dlc_account
-    from .packaging import default_bucket
-
     region = get_region(settings)
     return {
         "PARTITION": partition_for(region)[0],
@@ -41,10 +46,8 @@ def policy_values(settings: Settings, state: "WorkshopState") -> dict[str, str]:
     }
 
 
-def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: "WorkshopState", description: str) -> str:
+def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: WorkshopState, description: str) -> str:
     """Create role `name` with the trust and inline policy files (or refresh the policy); return its ARN."""
-    from .aws import compact_json, is_not_found, load_policy, make_client
-
     iam = make_client("iam", settings)
     values = policy_values(settings, state)
     try:
@@ -63,8 +66,6 @@ def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: "
 
 def _studio_role(settings: Settings) -> str | None:
     """The IAM role behind an assumed-role session (SageMaker Studio, a notebook instance), if any."""
-    from .aws import make_client
-
     arn = make_client("sts", settings).get_caller_identity()["Arn"]
     if ":assumed-role/" not in arn:
         return None
@@ -77,7 +78,7 @@ def _studio_role(settings: Settings) -> str | None:
     return role["Arn"] if "sagemaker.amazonaws.com" in trust else None
 
 
-def resolve_execution_role(settings: Settings, state: "WorkshopState") -> str:
+def resolve_execution_role(settings: Settings, state: WorkshopState) -> str:
     """The role SageMaker assumes for models, endpoints and transform jobs (see module docstring)."""
     if settings.role_arn:
         return settings.role_arn

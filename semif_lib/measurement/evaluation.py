@@ -26,14 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .errors import InvalidRequestError
+from ..arguments import add_engine_arguments, engine_overrides
+from ..errors import InvalidRequestError
+from ..jsonlines import read_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from ..decision.engine import DecisionEngine
+    from ..settings import Settings
     from .calibration import Decision
-    from .engine import DecisionEngine
-    from .settings import Settings
 
 __all__ = [
     "LabeledItem", "evaluate_decisions", "evaluate_workload", "format_report", "load_decisions", "plot_reliability",
@@ -57,15 +59,13 @@ class LabeledItem:
 
 def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[LabeledItem]:
     """Labeled JSON Lines (see data/labeled/README.md); `limit` keeps the first N lines of each file."""
-    from .schema import parse_request
+    from ..decision.schema import parse_request
 
     items: list[LabeledItem] = []
     for path in paths:
         path = Path(path)
         count = 0
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
+        for number, line in read_lines(path):
             if limit is not None and count >= limit:
                 break
             data = json.loads(line)
@@ -105,9 +105,10 @@ def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], prog
     import numpy as np
     from tqdm import tqdm
 
-    from .calibration import Decision, hash_question
-    from .prompt import plan_question
-    from .schema import parse_request
+    from ..decision.calibrator import hash_question
+    from ..decision.prompt import plan_question
+    from ..decision.schema import parse_request
+    from .calibration import Decision
 
     out: list[Decision] = []
     for item in tqdm(items, desc="readout", unit="req", file=sys.stderr, disable=not progress):
@@ -133,9 +134,9 @@ def score_content_free(
     import numpy as np
     from tqdm import tqdm
 
-    from .calibration import hash_question
-    from .prompt import plan_question
-    from .schema import parse_request
+    from ..decision.calibrator import hash_question
+    from ..decision.prompt import plan_question
+    from ..decision.schema import parse_request
 
     todo: dict[str, tuple[str, dict[str, Any]]] = {}
     for item in items:
@@ -203,8 +204,8 @@ def run_json_baseline(settings: "Settings", model_path: Path | str, items: Seque
     """Greedy JSON generation on the same model (cold: `reset()` before each request), scored per task."""
     from tqdm import tqdm
 
+    from ..decision.schema import parse_request
     from .baseline import generate_json_answers, open_chat_model
-    from .schema import parse_request
 
     llm = open_chat_model(settings, model_path)
     per_task: dict[str, dict[str, float]] = {}
@@ -274,7 +275,9 @@ def evaluate_decisions(
     """Metrics per task and overall for each variant (raw, debiased, permuted, calibrated), no model needed."""
     import numpy as np
 
-    from .calibration import apply_temperature, fit_temperatures, predict_out_of_fold, remove_prior, softmax
+    from ..decision.calibrator import apply_temperature, remove_prior
+    from ..decision.readout import softmax
+    from .calibration import fit_temperatures, predict_out_of_fold
 
     variants: dict[str, list[np.ndarray]] = {"raw": [d.probabilities for d in decisions]}
     base = None
@@ -344,7 +347,7 @@ def evaluate_workload(
     progress: bool = True,
 ) -> tuple[dict[str, Any], list["Decision"], dict[str, list[float]] | None]:
     """Score, optionally debias / permute / run the baseline, and build the report (plus decisions and priors)."""
-    from .modelfile import hash_file
+    from ..modelfile import hash_file
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -521,7 +524,9 @@ def collect_reliability_sets(report_decisions: Sequence["Decision"], variants: d
 
 def variant_probabilities(decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, folds: int, seed: int) -> dict[str, list["np.ndarray"]]:
     """Recompute the per-decision probabilities of raw / debiased / out-of-fold calibrated (deterministic) for plots."""
-    from .calibration import predict_out_of_fold, remove_prior, softmax
+    from ..decision.calibrator import remove_prior
+    from ..decision.readout import softmax
+    from .calibration import predict_out_of_fold
 
     out: dict[str, list[Any]] = {"raw": [d.probabilities for d in decisions]}
     base = (lambda d: remove_prior(d.logits, priors[d.question_hash])) if priors is not None else None  # noqa: E731
@@ -577,9 +582,8 @@ def describe_command(args: argparse.Namespace) -> str:
 
 
 def command_eval(args: argparse.Namespace) -> int:
-    from .cli import engine_overrides
-    from .engine import DecisionEngine
-    from .settings import load_settings
+    from ..decision.engine import DecisionEngine
+    from ..settings import load_settings
 
     items = read_labeled(args.input, limit=args.limit)
     settings = load_settings(**engine_overrides(args)).model_copy(update={"calibration": None})  # always measure raw
@@ -615,8 +619,6 @@ def command_eval(args: argparse.Namespace) -> int:
 
 
 def register_cli(subparsers: Any) -> None:
-    from .cli import add_engine_arguments
-
     p = subparsers.add_parser("eval", help="decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, debias, permute")
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
     p.add_argument("--calibrate", action="store_true", help="out-of-fold temperature scaling per question type, and write a calibration file")

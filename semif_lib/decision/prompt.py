@@ -12,7 +12,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .errors import InvalidRequestError
+from ..errors import InvalidRequestError
 from .schema import ChoiceQuestion, NoulQuestion, ScoreQuestion, render_content
 
 PROMPT_VERSION = "semif-prompt-v1"

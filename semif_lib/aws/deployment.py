@@ -15,15 +15,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .settings import Settings, load_settings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .workshop import WorkshopState
+from ..serving.llama_flags import build_sm_env
+from ..settings import Settings, load_settings
+from .clients import get_region, is_not_found, make_client, poll_status
+from .dlc import GPU_INFERENCE_AMI, resolve_dlc_image_uri
+from .iamroles import resolve_execution_role
+from .state import WorkshopState, settings_and_state
 
 __all__ = [
-    "DLC_ACCOUNTS",
     "build_chat_request",
     "build_container_env",
     "default_text_settings",
@@ -35,26 +36,10 @@ __all__ = [
     "invoke_decision_endpoint",
     "iter_chat_deltas",
     "iter_sse_events",
-    "resolve_dlc_image_uri",
     "stream_chat_endpoint",
     "validate_container_env",
     "wait_for_endpoint",
 ]
-
-DEFAULT_DLC_ACCOUNT = "763104351884"
-# Regions whose Deep Learning Containers live in their own registry account (opt-in regions).
-DLC_ACCOUNTS = {
-    "af-south-1": "626614931356",
-    "eu-south-1": "692866216735",
-    "me-south-1": "217643126080",
-}
-DLC_IMAGES = {  # variant -> (repository, SageMaker tag)
-    "cpu": ("llama-cpp", "server-sagemaker-cpu-v1"),
-    "cuda": ("llama-cpp", "server-sagemaker-cuda-v1"),
-    "arm64": ("llama-cpp-arm64", "server-sagemaker-cpu-v1"),
-}
-GPU_INFERENCE_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
-DLC_LLAMA_CPP_BUILD = 10433
 
 MAX_ENV_ENTRIES = 100
 MAX_ENV_VALUE_CHARS = 1024
@@ -63,27 +48,6 @@ MAX_REALTIME_PAYLOAD = 6_291_456
 
 
 # ====================================================================== image URIs and environment
-def dlc_account(region: str) -> str:
-    return DLC_ACCOUNTS.get(region, DEFAULT_DLC_ACCOUNT)
-
-
-def dlc_registry(region: str) -> str:
-    """`<account>.dkr.ecr.<region>.amazonaws.com` (`.com.cn` in China): what `docker login` needs."""
-    from .aws import partition_for
-
-    return f"{dlc_account(region)}.dkr.ecr.{region}.{partition_for(region)[1]}"
-
-
-def resolve_dlc_image_uri(region: str, variant: str = "cpu") -> str:
-    """The AWS llama.cpp DLC SageMaker image for `region` and `variant` (cpu, cuda, arm64)."""
-    if variant not in DLC_IMAGES:
-        raise ValueError(f"variant must be one of {sorted(DLC_IMAGES)}, not {variant!r}")
-    if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
-        raise ValueError(f"{region!r} is not an AWS region name")
-    repository, tag = DLC_IMAGES[variant]
-    return f"{dlc_registry(region)}/{repository}:{tag}"
-
-
 def validate_container_env(env: Mapping[str, str]) -> dict[str, str]:
     """Check a container Environment map against SageMaker's limits; raise `ValueError` naming the entry."""
     if len(env) > MAX_ENV_ENTRIES:
@@ -108,8 +72,6 @@ def default_text_settings(variant: str = "cpu") -> dict[str, Any]:
 
 def build_container_env(llama_settings: Mapping[str, Any] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """`SM_LLAMA_CPP_*` from a settings dict (the local twin's translation) plus `extra`, validated."""
-    from .llama_flags import build_sm_env
-
     env = build_sm_env(dict(llama_settings or {}))
     env.update(extra or {})
     return validate_container_env(env)
@@ -121,8 +83,6 @@ def _content_hash(*parts: Any) -> str:
 
 
 def _exists(call: Callable[[], Any]) -> Any | None:
-    from .aws import is_not_found
-
     try:
         return call()
     except Exception as exc:  # noqa: BLE001
@@ -132,7 +92,7 @@ def _exists(call: Callable[[], Any]) -> Any | None:
 
 
 def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
-                    settings: Settings | None = None, state: "WorkshopState | None" = None,
+                    settings: Settings | None = None, state: WorkshopState | None = None,
                     instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
                     progress: bool = True) -> str:
     """Create (or reuse) model, endpoint config and endpoint `semif-<purpose>-<run id>`; return its name.
@@ -141,12 +101,7 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
     model or environment creates new ones and updates the endpoint in place; an unchanged
     redeploy does nothing.
     """
-    from .aws import make_client
-    from .iamroles import resolve_execution_role
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     sm = make_client("sagemaker", settings)
     env = validate_container_env(env)
     gpu = settings.dlc_variant == "cuda"
@@ -186,21 +141,15 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
 def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: float = 3600, poll_s: float = 15,
                       progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Poll until InService (returns the description) or Failed (raises with the failure reason)."""
-    from .aws import make_client, poll_status
-
     sm = make_client("sagemaker", settings or load_settings())
     return poll_status(lambda: sm.describe_endpoint(EndpointName=name), "EndpointStatus", "InService",
                        ("Failed", "OutOfService"), f"endpoint {name}", timeout_s, poll_s, log if progress else None)
 
 
-def deploy_text_endpoint(settings: Settings | None = None, state: "WorkshopState | None" = None,
+def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState | None = None,
                          llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
     """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
-    from .aws import get_region
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     image = resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
     env = build_container_env(llama_settings if llama_settings is not None else default_text_settings(settings.dlc_variant))
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
@@ -215,12 +164,9 @@ def decision_container_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def deploy_decision_endpoint(settings: Settings | None = None, state: "WorkshopState | None" = None, wait: bool = True) -> str:
+def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
     """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     image = state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
     return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait)
@@ -252,8 +198,6 @@ def build_chat_request(messages: Sequence[Mapping[str, Any]] | str, stream: bool
 
 
 def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> dict[str, Any]:
-    from .aws import make_client
-
     runtime = make_client("sagemaker-runtime", settings or load_settings())
     resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json", Body=body)
     return json.loads(resp["Body"].read())
@@ -261,8 +205,6 @@ def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None =
 
 def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | None = None, mode: str | None = None) -> dict[str, Any]:
     """POST a decision request to the adapter endpoint; `mode` rides in CustomAttributes (`mode=serial`)."""
-    from .aws import make_client
-
     runtime = make_client("sagemaker-runtime", settings or load_settings())
     kwargs: dict[str, Any] = {"EndpointName": endpoint, "ContentType": "application/json", "Accept": "application/json", "Body": body}
     if mode:
@@ -273,8 +215,6 @@ def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | No
 
 def stream_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> Iterator[str]:
     """Text deltas from `invoke_endpoint_with_response_stream` (the DLC relays llama-server's SSE)."""
-    from .aws import make_client
-
     runtime = make_client("sagemaker-runtime", settings or load_settings())
     resp = runtime.invoke_endpoint_with_response_stream(
         EndpointName=endpoint, ContentType="application/json", Accept="text/event-stream", Body=body)

@@ -12,12 +12,14 @@ import io
 import time
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from .settings import Settings, load_settings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .workshop import WorkshopState
+from ..settings import Settings
+from .clients import get_account_id, get_region, make_client
+from .dlc import dlc_registry, resolve_dlc_image_uri
+from .iamroles import ensure_role
+from .packaging import ensure_bucket
+from .state import WorkshopState, settings_and_state
 
 __all__ = [
     "build_adapter_image",
@@ -28,7 +30,7 @@ __all__ = [
     "wait_for_build",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_FILES = ("pyproject.toml", "README.md")
 SOURCE_DIRS = ("container", "semif_lib")
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
@@ -56,10 +58,8 @@ def build_source_zip(root: Path = REPO_ROOT) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
-def ensure_ecr_repository(name: str, settings: Settings, state: "WorkshopState") -> dict[str, Any]:
+def ensure_ecr_repository(name: str, settings: Settings, state: WorkshopState) -> dict[str, Any]:
     """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption and the run's tags."""
-    from .aws import make_client
-
     ecr = make_client("ecr", settings)
     try:
         repo = ecr.describe_repositories(repositoryNames=[name])["repositories"][0]
@@ -73,11 +73,8 @@ def ensure_ecr_repository(name: str, settings: Settings, state: "WorkshopState")
 
 
 def ensure_codebuild_project(name: str, source_location: str, repo_uri: str, role_arn: str, settings: Settings,
-                             state: "WorkshopState") -> str:
+                             state: WorkshopState) -> str:
     """Privileged LINUX_CONTAINER project that runs `container/buildspec.yml` from the S3 zip."""
-    from .aws import get_account_id, get_region, make_client
-    from .deployment import dlc_registry, resolve_dlc_image_uri
-
     cb = make_client("codebuild", settings)
     region = get_region(settings)
     arm = settings.dlc_variant == "arm64"
@@ -114,8 +111,6 @@ def ensure_codebuild_project(name: str, source_location: str, repo_uri: str, rol
 
 
 def start_image_build(project: str, image_tag: str, source_location: str, settings: Settings) -> str:
-    from .aws import make_client
-
     cb = make_client("codebuild", settings)
     build = cb.start_build(projectName=project, sourceLocationOverride=source_location,
                            environmentVariablesOverride=[{"name": "IMAGE_TAG", "value": image_tag, "type": "PLAINTEXT"}])
@@ -125,8 +120,6 @@ def start_image_build(project: str, image_tag: str, source_location: str, settin
 def wait_for_build(build_id: str, settings: Settings, timeout_s: float = 3600, poll_s: float = 10,
                    log: Callable[[str], None] = print) -> dict[str, Any]:
     """Report each phase change of a build until it finishes; raise unless it SUCCEEDED."""
-    from .aws import make_client
-
     cb = make_client("codebuild", settings)
     start = time.monotonic()
     seen: tuple[str, str] | None = None
@@ -155,8 +148,6 @@ def describe_build_failure(build: dict[str, Any]) -> str:
 
 
 def _image_exists(repository: str, tag: str, settings: Settings) -> bool:
-    from .aws import make_client
-
     ecr = make_client("ecr", settings)
     try:
         return bool(ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])["imageDetails"])
@@ -164,19 +155,14 @@ def _image_exists(repository: str, tag: str, settings: Settings) -> bool:
         return False
 
 
-def build_adapter_image(settings: Settings | None = None, state: "WorkshopState | None" = None, wait: bool = True,
+def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
                         log: Callable[[str], None] = print) -> str:
     """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>:<tag>`.
 
     The tag is `<variant>-<sha12 of the source zip>`: an image already pushed for this source is
     returned without a build.
     """
-    from .iamroles import ensure_role
-    from .packaging import ensure_bucket
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     data, sha = build_source_zip()
     tag = f"{settings.dlc_variant}-{sha[:12]}"
     repo_name = state.name("adapter")
@@ -185,9 +171,6 @@ def build_adapter_image(settings: Settings | None = None, state: "WorkshopState 
     if _image_exists(repo_name, tag, settings):
         log(f"{image_uri} already built from this source: no build needed")
         return image_uri
-
-    from .aws import make_client
-
     bucket = ensure_bucket(settings, state)
     key = f"{settings.s3_prefix}/build/adapter-{sha[:12]}.zip"
     s3 = make_client("s3", settings)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from .settings import Settings, load_settings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .workshop import WorkshopState
+from ..settings import Settings, load_settings
+from .clients import make_client, poll_status
+from .packaging import ensure_bucket, upload_file
+from .state import WorkshopState, settings_and_state
 
 __all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "wait_for_transform"]
 
@@ -22,14 +22,10 @@ JSONLINES = "application/jsonlines"
 
 
 def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str, *, settings: Settings | None = None,
-                           state: "WorkshopState | None" = None, job_name: str | None = None, instance_type: str | None = None,
+                           state: WorkshopState | None = None, job_name: str | None = None, instance_type: str | None = None,
                            instance_count: int = 1, max_payload_mb: int = 6, max_concurrent: int = 1) -> str:
     """Start a transform job over a JSON Lines object (or prefix) in S3; returns the job name."""
-    from .aws import make_client
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     job_name = job_name or f"{state.name('batch')}-{time.strftime('%m%d%H%M%S')}"
     make_client("sagemaker", settings).create_transform_job(
         TransformJobName=job_name,
@@ -53,14 +49,12 @@ def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: st
 
 def wait_for_transform(job_name: str, settings: Settings | None = None, timeout_s: float = 7200, poll_s: float = 30,
                        log: Callable[[str], None] = print) -> dict[str, Any]:
-    from .aws import make_client, poll_status
-
     sm = make_client("sagemaker", settings or load_settings())
     return poll_status(lambda: sm.describe_transform_job(TransformJobName=job_name), "TransformJobStatus", "Completed",
                        ("Failed", "Stopped"), f"transform job {job_name}", timeout_s, poll_s, log)
 
 
-def _decision_model_name(state: "WorkshopState") -> str:
+def _decision_model_name(state: WorkshopState) -> str:
     endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
     models = [e["name"] for e in state.find("sagemaker_model") if e["name"].startswith(f"{endpoint}-")]
     if not models:
@@ -68,14 +62,10 @@ def _decision_model_name(state: "WorkshopState") -> str:
     return models[-1]
 
 
-def run_batch_transform(path: Path, settings: Settings | None = None, state: "WorkshopState | None" = None,
+def run_batch_transform(path: Path, settings: Settings | None = None, state: WorkshopState | None = None,
                         wait: bool = True) -> str:
     """Upload a local JSON Lines file and score it with the decision model; returns the output URI (or job name)."""
-    from .packaging import ensure_bucket, upload_file
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     bucket = ensure_bucket(settings, state)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     key = f"{settings.s3_prefix}/batch/input/{stamp}/{path.name}"
@@ -93,15 +83,11 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: "Wo
 
 def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instances: int = 1, max_instances: int = 2,
                        invocations_per_instance: float = 60.0, scale_in_cooldown_s: int = 300, scale_out_cooldown_s: int = 60,
-                       settings: Settings | None = None, state: "WorkshopState | None" = None) -> dict[str, Any]:
+                       settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any]:
     """Register the variant with Application Auto Scaling and track invocations per instance (per minute)."""
-    from .aws import make_client
-    from .workshop import load_state
-
     if not 1 <= min_instances <= max_instances:
         raise ValueError(f"need 1 <= min_instances ({min_instances}) <= max_instances ({max_instances})")
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     aas = make_client("application-autoscaling", settings)
     resource_id = f"endpoint/{endpoint}/variant/{variant}"
     dimension = "sagemaker:variant:DesiredInstanceCount"

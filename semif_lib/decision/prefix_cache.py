@@ -23,7 +23,6 @@ class CacheEntry:
     tokens: tuple[int, ...]
     seq_id: int
     pins: int = 0
-    hits: int = 0
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -97,6 +96,3 @@ class PrefixCache:
             if entry.pins == 0:
                 return entry
         return None
-
-    def fits(self, extra_tokens: int) -> bool:
-        return self.used_tokens + extra_tokens <= self.budget_tokens

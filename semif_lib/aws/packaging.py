@@ -12,13 +12,12 @@ import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .modelfile import find_model_path, hash_file
-from .settings import Settings, load_settings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .workshop import WorkshopState
+from ..modelfile import find_model_path, hash_file
+from ..settings import Settings, load_settings
+from .clients import get_account_id, get_region, is_not_found, make_client
+from .state import WorkshopState, settings_and_state
 
 __all__ = ["ModelPackage", "UploadResult", "build_model_tarball", "ensure_bucket", "upload_model"]
 
@@ -83,21 +82,15 @@ def list_tarball(tarball: Path | str) -> list[str]:
 
 
 def default_bucket(settings: Settings) -> str:
-    from .aws import get_account_id, get_region
-
     return settings.s3_bucket or f"semif-workshop-{get_account_id(settings)}-{get_region(settings)}"
 
 
-def ensure_bucket(settings: Settings | None = None, state: "WorkshopState | None" = None) -> str:
+def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None = None) -> str:
     """The workshop bucket: created if missing, with public access blocked, SSE-S3 by default and tags.
 
     A bucket named by `SEMIF_S3_BUCKET` that already exists is used as is (and never deleted by cleanup).
     """
-    from .aws import get_region, is_not_found, make_client
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     s3 = make_client("s3", settings)
     bucket = default_bucket(settings)
     try:
@@ -133,9 +126,6 @@ def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata:
     from urllib.parse import urlencode
 
     from boto3.s3.transfer import TransferConfig
-
-    from .aws import make_client
-
     s3 = make_client("s3", settings)
     config = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD, multipart_chunksize=MULTIPART_CHUNK, max_concurrency=8)
     extra: dict[str, Any] = {"ServerSideEncryption": "AES256", "Metadata": metadata or {}}
@@ -149,16 +139,12 @@ def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata:
 
 
 def upload_model(package: ModelPackage, bucket: str | None = None, key: str | None = None,
-                 settings: Settings | None = None, state: "WorkshopState | None" = None, progress: bool = True) -> UploadResult:
+                 settings: Settings | None = None, state: WorkshopState | None = None, progress: bool = True) -> UploadResult:
     """Upload `model.tar.gz` to `s3://bucket/<prefix>/models/<sha12>/model.tar.gz`, idempotently.
 
     When the object is already there with the same GGUF sha256 in its metadata, nothing is sent.
     """
-    from .aws import is_not_found, make_client
-    from .workshop import load_state
-
-    settings = settings or load_settings()
-    state = state or load_state(settings)
+    settings, state = settings_and_state(settings, state)
     bucket = bucket or ensure_bucket(settings, state)
     key = key or f"{settings.s3_prefix}/models/{package.sha256[:12]}/model.tar.gz"
     s3 = make_client("s3", settings)

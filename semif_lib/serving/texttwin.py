@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from .errors import ModelLoadError, SemifError
+from ..arguments import add_engine_arguments, run_command
+from ..errors import ModelLoadError, SemifError
+from ..settings import Settings, load_settings
 from .llama_flags import SM_PREFIX, parse_flags, translate_sm_env
-from .settings import Settings, load_settings
+from .runner import serve_uvicorn
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
@@ -112,7 +114,7 @@ def build_text_config(settings: Settings, env: Mapping[str, str], model: Path | 
                       host: str | None = None, port: int | None = None, n_ctx: int | None = None,
                       threads: int | None = None) -> TextTwinConfig:
     """Resolve the model and settings: CLI arguments > `SM_LLAMA_CPP_*` > `SEMIF_*` > defaults."""
-    from .modelfile import find_model_path
+    from ..modelfile import find_model_path
 
     model_path = find_model_path(
         model or env.get(SM_PREFIX + "MODEL") or settings.model_path,
@@ -177,8 +179,6 @@ def create_text_app(config: TextTwinConfig) -> "FastAPI":
 
 def run_text_server(config: TextTwinConfig) -> int:
     """Serve until SIGTERM/SIGINT; exit status 0 after a graceful drain."""
-    from .adapter import serve_uvicorn
-
     if config.ignored:
         log.warning("llama-server flags the twin cannot honour (ignored): %s", " ".join(config.ignored))
     log.info("model %s, flags from SM_LLAMA_CPP_*: %s", config.model_path, " ".join(config.flags) or "(none)")
@@ -196,8 +196,6 @@ def command_serve_text(args: argparse.Namespace) -> int:
 
 def register_cli(subparsers: Any) -> None:
     """Add `serve-text`."""
-    from .cli import add_engine_arguments
-
     parser = subparsers.add_parser(
         "serve-text", help="local twin of AWS's llama.cpp DLC: /ping, /invocations and /v1/chat/completions (OpenAI)",
         description="OpenAI chat completions on the embedded model, configured by SM_LLAMA_CPP_* exactly like the DLC.",
@@ -209,15 +207,11 @@ def register_cli(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m semif_lib.texttwin`: the same as `semif serve-text`."""
-    parser = argparse.ArgumentParser(prog="python -m semif_lib.texttwin")
+    """`python -m semif_lib.serving.texttwin`: the same as `semif serve-text`."""
+    parser = argparse.ArgumentParser(prog="python -m semif_lib.serving.texttwin")
     register_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv) or ["serve-text"])
-    try:
-        return int(args.func(args) or 0)
-    except SemifError as exc:
-        print(f"semif serve-text: error: {exc.message}", file=sys.stderr)
-        return 2
+    return run_command(args, prog="semif serve-text")
 
 
 if __name__ == "__main__":  # pragma: no cover

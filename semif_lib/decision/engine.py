@@ -27,26 +27,44 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from .errors import InvalidRequestError, ModelLoadError, PayloadTooLargeError, SemifError
-from .modelfile import find_model_path
+from ..errors import (
+    InvalidRequestError,
+    ModelLoadError,
+    PayloadTooLargeError,
+    SemifError,
+)
+from ..modelfile import find_model_path
+from ..settings import MODES, Settings, load_settings
 from .prefix_cache import PrefixCache, count_common_prefix
-from .prompt import PROMPT_VERSION, PromptRenderer, QuestionPlan, generate_letter_slots, plan_question
-from .readout import build_answer, read_sequence_scores, read_slot_logits, sum_sequence_logprobs
-from .schema import DecisionRequest, DecisionResponse, Usage, parse_request, render_content
-from .settings import Settings, load_settings
+from .prompt import (
+    PROMPT_VERSION,
+    PromptRenderer,
+    QuestionPlan,
+    generate_letter_slots,
+    plan_question,
+)
+from .readout import (
+    build_answer,
+    read_sequence_scores,
+    read_slot_logits,
+    sum_sequence_logprobs,
+)
+from .schema import (
+    DecisionRequest,
+    DecisionResponse,
+    Usage,
+    parse_request,
+    render_content,
+)
 from .tokentree import TokenTree, Wave, plan_tree_waves
 
-if TYPE_CHECKING:  # pragma: no cover
-    pass
+__all__ = ["DecisionEngine", "EngineMode", "ensure_backend", "open_engine"]
 
-__all__ = ["DecisionEngine", "Mode", "MODES", "open_engine"]
-
-Mode = Literal["fresh", "serial", "parallel", "oneshot"]
-MODES: tuple[str, ...] = ("fresh", "serial", "parallel")
+EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
 _FLASH = {"auto": -1, "off": 0, "on": 1}
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -61,7 +79,6 @@ class Job:
     """
 
     plan_index: int
-    option_index: int
     tokens: list[int]
     read_offsets: list[int]
     targets: list[int] = field(default_factory=list)
@@ -86,7 +103,7 @@ class PreparedRequest:
         return len(self.prefix) + sum(seen.values()) + sum(len(j.targets) for j in self.jobs)
 
 
-def _ensure_backend(verbose: bool = False) -> Any:
+def ensure_backend(verbose: bool = False) -> Any:
     """Import llama_cpp and initialise its backend once per process (heavy import, kept lazy)."""
     global _backend_ready
     import llama_cpp
@@ -106,7 +123,7 @@ class DecisionEngine:
     def __init__(self, settings: Settings | None = None, model_path: Path | str | None = None) -> None:
         self.settings = settings or load_settings()
         self.model_path = Path(model_path) if model_path else find_model_path(self.settings.model_path, self.settings.model_dir)
-        self._lib = lib = _ensure_backend(self.settings.verbose)
+        self._lib = lib = ensure_backend(self.settings.verbose)
         self._lock = threading.Lock()
         self._restore_by_state = False
         self._model = self._ctx = self._batch = None
@@ -165,10 +182,10 @@ class DecisionEngine:
         self.stats = {"requests": 0, "cache_hits": 0, "prefill_tokens": 0, "branch_tokens": 0}
         self.calibration = None
         if s.calibration:
-            from .calibration import load_calibration  # optional module
+            from .calibrator import load_calibration
 
             try:  # a file for another model is refused: free the model before raising
-                self.calibration = load_calibration(s.calibration, self)
+                self.calibration = load_calibration(s.calibration, self.model_path)
             except Exception:
                 self.close()
                 raise
@@ -280,11 +297,11 @@ class DecisionEngine:
             if plan.readout == "slot":
                 ids = self._verify_slots(plan, text, tokens, pieces)
                 slot_tokens[i] = ids
-                jobs.append(Job(i, -1, suffix, [len(suffix) - 1]))
+                jobs.append(Job(i, suffix, [len(suffix) - 1]))
             else:
-                for k, option in enumerate(plan.slots):
+                for option in plan.slots:
                     extra = self._option_tokens(plan, text, tokens, option, pieces)
-                    jobs.append(Job(i, k, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
+                    jobs.append(Job(i, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
         longest = max(len(j.tokens) for j in jobs)
         if shared + longest > self.n_ctx:
             raise PayloadTooLargeError(
@@ -454,7 +471,6 @@ class DecisionEngine:
             entry = match.entry
             self.cache.touch(entry)
             entry.pins += 1
-            entry.hits += 1
             self.stats["cache_hits"] += 1
             return entry, len(prefix)
         if match.entry is not None:
@@ -584,7 +600,7 @@ class DecisionEngine:
 
     # ------------------------------------------------------------- public API
     def score(
-        self, request: DecisionRequest | dict | bytes | str, mode: Mode | None = None, include_logits: bool = False
+        self, request: DecisionRequest | dict | bytes | str, mode: EngineMode | None = None, include_logits: bool = False
     ) -> DecisionResponse:
         """Answer every question of one request; see the module docstring for the modes.
 
@@ -615,29 +631,10 @@ class DecisionEngine:
                 finally:
                     self._release_prefix(entry)
             t2 = time.perf_counter()
-            answers = self._read_answers(prep, include_logits)
-            self.stats["requests"] += 1
-            t3 = time.perf_counter()
-        timing = {
-            "mode": mode,
-            "prepare_s": round(t1 - t0, 6),
-            "prefill_s": round(prefill_s, 6),
-            "branches_s": round(t2 - t1 - prefill_s, 6),
-            "total_s": round(t3 - t0, 6),
-            "prefix_tokens": len(prep.prefix),
-            "suffix_tokens": prep.suffix_lengths,
-            "branch_tokens": self.stats["branch_tokens"] - branch_tokens,  # decoded after the prefix, shared tokens once
-        }
-        return DecisionResponse(
-            model=self.model_id,
-            answers=answers,
-            usage=Usage(input_tokens=prep.input_tokens, output_tokens=0, cached_tokens=cached),
-            timing=timing,
-            model_info=self.model_info,
-        )
+            return self._respond(prep, mode, cached, (t0, t1, t1 + prefill_s, t2), branch_tokens, include_logits)
 
     def score_batch(
-        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: Mode | None = None
+        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None
     ) -> list[DecisionResponse | SemifError]:
         """Score several requests; in parallel mode their branches decode together in shared batches.
 
@@ -663,6 +660,7 @@ class DecisionEngine:
                     prepared.append((i, self.prepare(req)))
                 except SemifError as exc:
                     results[i] = exc
+            t_prepared = time.perf_counter()
             held: list[tuple[int, PreparedRequest, Any, int]] = []
             try:
                 for i, prep in prepared:
@@ -681,22 +679,38 @@ class DecisionEngine:
                 for _, _, entry, _ in held:
                     self._release_prefix(entry)
             t2 = time.perf_counter()
-            for i, prep, _, cached in held:
-                timing = {
-                    "mode": mode, "batched_requests": len(held), "prefill_s": round(t1 - t0, 6),
-                    "branches_s": round(t2 - t1, 6), "total_s": round(time.perf_counter() - t0, 6),
-                    "prefix_tokens": len(prep.prefix), "suffix_tokens": prep.suffix_lengths,
-                    "branch_tokens": self.stats["branch_tokens"] - branch_tokens,  # for the whole batch
-                }
-                results[i] = DecisionResponse(
-                    model=self.model_id,
-                    answers=self._read_answers(prep),
-                    usage=Usage(input_tokens=prep.input_tokens, output_tokens=0, cached_tokens=cached),
-                    timing=timing,
-                    model_info=self.model_info,
-                )
-                self.stats["requests"] += 1
+            for i, prep, _, cached in held:  # timings and branch tokens are the whole batch's
+                results[i] = self._respond(prep, mode, cached, (t0, t_prepared, t1, t2), branch_tokens, batched=len(held))
         return [r for r in results if r is not None]
+
+    def _respond(self, prep: PreparedRequest, mode: str, cached: int, marks: tuple[float, float, float, float],
+                 branch_tokens_before: int, include_logits: bool = False, batched: int | None = None) -> DecisionResponse:
+        """Read the answers and assemble the response; `marks` are (start, prepared, prefilled, branches done).
+
+        `score` and `score_batch` report the same timing fields, measured the same way.
+        """
+        start, prepared, prefilled, branched = marks
+        answers = self._read_answers(prep, include_logits)
+        self.stats["requests"] += 1
+        timing: dict[str, Any] = {"mode": mode}
+        if batched is not None:
+            timing["batched_requests"] = batched
+        timing.update({
+            "prepare_s": round(prepared - start, 6),
+            "prefill_s": round(prefilled - prepared, 6),
+            "branches_s": round(branched - prefilled, 6),
+            "total_s": round(time.perf_counter() - start, 6),
+            "prefix_tokens": len(prep.prefix),
+            "suffix_tokens": prep.suffix_lengths,
+            "branch_tokens": self.stats["branch_tokens"] - branch_tokens_before,  # decoded after the prefix, shared tokens once
+        })
+        return DecisionResponse(
+            model=self.model_id,
+            answers=answers,
+            usage=Usage(input_tokens=prep.input_tokens, output_tokens=0, cached_tokens=cached),
+            timing=timing,
+            model_info=self.model_info,
+        )
 
     def _read_answers(self, prep: PreparedRequest, include_logits: bool = False) -> dict[str, Any]:
         answers: dict[str, Any] = {}

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .errors import SemifError
-from .settings import Settings
+from ..errors import SemifError
+from ..settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
@@ -35,7 +35,7 @@ __all__ = [
 TAG_RUN_ID = "semif-run-id"
 TAG_PROJECT = "semif-project"
 PROJECT = "semif-workshop"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 IAM_DIR = REPO_ROOT / "container" / "iam"
 DEFAULT_REGION = "us-east-1"
 
@@ -86,7 +86,7 @@ def get_account_id(settings: Settings) -> str:
 
 @lru_cache(maxsize=16)
 def _account_id(endpoint_url: str | None, region: str) -> str:
-    from .settings import Settings as _S
+    from ..settings import Settings as _S
 
     return make_client("sts", _S(aws_endpoint_url=endpoint_url, aws_region=region)).get_caller_identity()["Account"]
 
@@ -132,11 +132,6 @@ def load_policy(name: str, **values: str) -> dict[str, Any]:
     except KeyError as exc:
         raise AwsSetupError(f"policy {name}: no value for placeholder {exc}") from None
     return json.loads(text)
-
-
-def policy_placeholders(path: Path) -> set[str]:
-    """The `${NAME}` placeholders a policy file uses (for tests and docs)."""
-    return {m.group("braced") for m in string.Template.pattern.finditer(path.read_text()) if m.group("braced")}
 
 
 def compact_json(document: Mapping[str, Any]) -> str:

@@ -19,11 +19,16 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+from ..arguments import add_engine_arguments, engine_overrides
+from ..errors import InvalidRequestError, SemifError
+from ..jsonlines import read_records
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
 SINGLE_STATE = DATA_DIR / "bench_single_state.json"
 RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
@@ -41,8 +46,7 @@ TARGET_BEST_VS_NAIVE = 1.15
 
 def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
     """Workload lines (one state with its criteria each); `quick` keeps the first 4 states."""
-    with path.open(encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
+    rows = read_records(path)
     limit = QUICK_STATES if quick else states
     return rows[:limit] if limit else rows
 
@@ -94,6 +98,180 @@ def subset_questions(request: dict[str, Any], count: int | None) -> dict[str, An
     return {**request, "questions": keep}
 
 
+def time_call(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """(seconds, result) of `fn()`: only the call itself is timed, never the cache clearing around it."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+@dataclass
+class PathTally:
+    """One path's totals across states: its time, its decisions, and how it differs from fresh."""
+
+    seconds: list[float] = field(default_factory=list)
+    decisions: int = 0
+    flips: int = 0
+    max_dp: float = 0.0
+    compared: int = 0
+
+
+@dataclass
+class ModesRun:
+    """One `run_modes` call: the loaded models, the paths to run, and everything gathered across states.
+
+    The token statistics come from parallel's first request on each state (it reports the prefix,
+    suffix and branch token counts), and the cache bounds from the cached request right after it.
+    """
+
+    engine: Any
+    naive_llm: Any
+    paths: Sequence[str]
+    fresh_questions: int | None
+    tallies: dict[str, PathTally]
+    prefill_rates: list[float] = field(default_factory=list)
+    suffix_lengths: list[int] = field(default_factory=list)
+    prefix_lengths: list[int] = field(default_factory=list)
+    bound_ratios: list[tuple[float, float]] = field(default_factory=list)  # (first request s / cached s, (prefix+suffix) / suffix tokens)
+    decoded_bounds: list[float] = field(default_factory=list)  # the same bound counting the suffix tokens actually decoded (shared ones once)
+    forks: list[dict[str, float]] = field(default_factory=list)  # parallel first requests: token counts and times, for the ceiling estimate
+    per_state: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class StateRun:
+    """One state's request, its per-state record in the results, and each path's probabilities."""
+
+    request: dict[str, Any]
+    record: dict[str, Any]
+    probs: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.request["questions"])
+
+
+class BenchmarkError(SemifError):
+    """A premise of the measurement failed (a request that must hit the prefix cache missed it), so its figures would lie."""
+
+
+def run_fresh_path(run: ModesRun, state: StateRun, path: str) -> float:
+    """Fresh on the first `fresh_questions` questions only: its cost per decision does not depend on how many."""
+    request = subset_questions(state.request, run.fresh_questions)
+    seconds, response = time_call(lambda: run.engine.score(request, mode="fresh"))
+    state.probs[path] = probabilities_of(response)
+    run.tallies[path].decisions += len(request["questions"])
+    return seconds
+
+
+def score_fork(run: ModesRun, state: StateRun, path: str) -> tuple[float, Any]:
+    """(seconds, response) of the whole state through the engine mode named `path`."""
+    seconds, response = time_call(lambda: run.engine.score(state.request, mode=path))
+    state.probs[path] = probabilities_of(response)
+    run.tallies[path].decisions += state.n_questions
+    return seconds, response
+
+
+def run_fork_path(run: ModesRun, state: StateRun, path: str) -> float:
+    """Serial or oneshot: one timed request, nothing else to record."""
+    return score_fork(run, state, path)[0]
+
+
+def run_parallel_path(run: ModesRun, state: StateRun, path: str) -> float:
+    """Parallel's first request, whose token counts feed the statistics; the cached path is measured right after."""
+    seconds, response = score_fork(run, state, path)
+    record_fork_tokens(run, state, response.timing)
+    if "cached" in run.paths:
+        run_cached_path(run, state, seconds, response.timing)
+    return seconds
+
+
+def record_fork_tokens(run: ModesRun, state: StateRun, timing: dict[str, Any]) -> None:
+    """Prefix, suffix and branch token counts and prefill speed of a parallel first request."""
+    state.record["prefix_tokens"] = timing["prefix_tokens"]
+    state.record["suffix_tokens"] = timing["suffix_tokens"]
+    run.prefix_lengths.append(timing["prefix_tokens"])
+    run.suffix_lengths.extend(timing["suffix_tokens"].values())
+    state.record["branch_tokens"] = timing["branch_tokens"]
+    if timing["prefill_s"] > 0:
+        run.prefill_rates.append(timing["prefix_tokens"] / timing["prefill_s"])
+    run.forks.append({"questions": state.n_questions, "prefix": timing["prefix_tokens"],
+                      "suffix": sum(timing["suffix_tokens"].values()), "decoded": timing["branch_tokens"],
+                      "prefill_s": timing["prefill_s"], "branches_s": timing["branches_s"]})
+
+
+def run_cached_path(run: ModesRun, state: StateRun, first_s: float, timing: dict[str, Any]) -> None:
+    """The same request again with its prefix resident, against the bound that token counts allow."""
+    seconds, response = time_call(lambda: run.engine.score(state.request, mode="parallel"))
+    if response.usage.cached_tokens != timing["prefix_tokens"]:
+        raise BenchmarkError(f"second request missed the cache (state {state.record['id']})")
+    tally = run.tallies["cached"]
+    tally.seconds.append(seconds)
+    state.record["seconds"]["cached"] = round(seconds, 4)
+    tally.decisions += state.n_questions
+    state.probs["cached"] = probabilities_of(response)
+    suffix_total = sum(timing["suffix_tokens"].values())
+    run.bound_ratios.append((first_s / seconds, (timing["prefix_tokens"] + suffix_total) / suffix_total))
+    run.decoded_bounds.append((timing["prefix_tokens"] + timing["branch_tokens"]) / timing["branch_tokens"])
+
+
+def run_naive_user_path(run: ModesRun, state: StateRun, path: str) -> float:
+    """What a llama-cpp-python chat user would do: one completion per question, top logprobs read back."""
+    from .baseline import read_top_logprobs
+
+    seconds, probs = time_call(lambda: read_top_logprobs(run.naive_llm, state.request, reset=True))
+    state.probs[path] = probs
+    run.tallies[path].decisions += state.n_questions
+    return seconds
+
+
+PathRunner = Callable[[ModesRun, StateRun, str], float]
+# Every path but "cached", which `run_parallel_path` measures right after parallel's first request.
+PATH_RUNNERS: dict[str, PathRunner] = {
+    "fresh": run_fresh_path,
+    "serial": run_fork_path,
+    "parallel": run_parallel_path,
+    "oneshot": run_fork_path,
+    "naive-user": run_naive_user_path,
+}
+
+
+def check_paths(paths: Sequence[str]) -> None:
+    """Refuse an unknown path name before any model loads, naming the valid ones."""
+    unknown = [p for p in paths if p not in PATHS]
+    if unknown:
+        raise InvalidRequestError(f"unknown path {unknown[0]!r} in --paths; valid paths: {', '.join(PATHS)}", field="paths")
+
+
+def run_state(run: ModesRun, row: dict[str, Any]) -> None:
+    """Every path on one state in `paths` order, each from an empty cache, then each compared with fresh."""
+    state = StateRun(request={"state": row["state"], "questions": row["questions"]},
+                     record={"id": row.get("id"), "seconds": {}})
+    for path in run.paths:
+        if path == "cached":
+            continue  # measured right after parallel's first request
+        run.engine.clear_cache()
+        seconds = PATH_RUNNERS[path](run, state, path)
+        run.tallies[path].seconds.append(seconds)
+        state.record["seconds"][path] = round(seconds, 4)
+    run.per_state.append(state.record)
+    compare_with_fresh(run, state)
+
+
+def compare_with_fresh(run: ModesRun, state: StateRun) -> None:
+    """Add each path's argmax flips and max |dp| against fresh on this state to its tally."""
+    if "fresh" not in state.probs:
+        return
+    for path, probs in state.probs.items():
+        if path == "fresh":
+            continue
+        flips, worst, n = compare_probabilities(state.probs["fresh"], probs)
+        tally = run.tallies[path]
+        tally.flips += flips
+        tally.max_dp = max(tally.max_dp, worst)
+        tally.compared += n
+
+
 def run_modes(
     settings: Any,
     workload: Sequence[dict[str, Any]],
@@ -104,113 +282,59 @@ def run_modes(
     """Every path on every state, interleaved per state; returns the results document."""
     from tqdm import tqdm
 
-    from .baseline import open_chat_model, read_top_logprobs
-    from .engine import DecisionEngine
+    from ..decision.engine import DecisionEngine
+    from .baseline import open_chat_model
 
+    check_paths(paths)
     engine = DecisionEngine(settings)
     naive_llm = open_chat_model(settings, logits_all=True) if "naive-user" in paths else None
-    per_path: dict[str, dict[str, Any]] = {p: {"seconds": [], "decisions": 0, "flips": 0, "max_dp": 0.0, "compared": 0} for p in paths}
-    prefill_rates: list[float] = []
-    suffix_lengths: list[int] = []
-    prefix_lengths: list[int] = []
-    bound_ratios: list[tuple[float, float]] = []  # (first request s, prefix+suffix tokens / suffix tokens)
-    decoded_bounds: list[float] = []  # the same bound counting the suffix tokens actually decoded (shared ones once)
-    forks: list[dict[str, float]] = []  # parallel first requests: token counts and times, for the ceiling estimate
-    per_state: list[dict[str, Any]] = []
+    run = ModesRun(engine=engine, naive_llm=naive_llm, paths=paths, fresh_questions=fresh_questions,
+                   tallies={p: PathTally() for p in paths})
+    try:
+        for row in tqdm(workload, desc="bench modes", unit="state", file=sys.stderr, disable=not progress):
+            run_state(run, row)
+    finally:
+        engine.close()
+    return summarize_modes(run, workload)
 
-    def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-        t0 = time.perf_counter()
-        out = fn()
-        return time.perf_counter() - t0, out
 
-    for row in tqdm(workload, desc="bench modes", unit="state", file=sys.stderr, disable=not progress):
-        request = {"state": row["state"], "questions": row["questions"]}
-        n_questions = len(request["questions"])
-        probs: dict[str, dict[str, dict[str, float]]] = {}
-        first_s = None
-        record: dict[str, Any] = {"id": row.get("id"), "seconds": {}}
-        for path in paths:
-            if path == "cached":
-                continue  # measured right after parallel's first request, below
-            engine.clear_cache()
-            if path == "fresh":
-                req = subset_questions(request, fresh_questions)
-                seconds, resp = timed(lambda: engine.score(req, mode="fresh"))
-                probs[path] = probabilities_of(resp)
-                per_path[path]["decisions"] += len(req["questions"])
-            elif path in ("serial", "parallel", "oneshot"):
-                seconds, resp = timed(lambda: engine.score(request, mode=path))
-                probs[path] = probabilities_of(resp)
-                per_path[path]["decisions"] += n_questions
-                if path == "parallel":
-                    first_s = seconds
-                    tim = resp.timing
-                    record["prefix_tokens"] = tim["prefix_tokens"]
-                    record["suffix_tokens"] = tim["suffix_tokens"]
-                    prefix_lengths.append(tim["prefix_tokens"])
-                    suffix_lengths.extend(tim["suffix_tokens"].values())
-                    record["branch_tokens"] = tim["branch_tokens"]
-                    suffix_total = sum(tim["suffix_tokens"].values())
-                    if tim["prefill_s"] > 0:
-                        prefill_rates.append(tim["prefix_tokens"] / tim["prefill_s"])
-                    forks.append({"questions": n_questions, "prefix": tim["prefix_tokens"], "suffix": suffix_total,
-                                  "decoded": tim["branch_tokens"], "prefill_s": tim["prefill_s"], "branches_s": tim["branches_s"]})
-                    if "cached" in paths:
-                        c_seconds, c_resp = timed(lambda: engine.score(request, mode="parallel"))
-                        assert c_resp.usage.cached_tokens == tim["prefix_tokens"], "second request missed the cache"
-                        per_path["cached"]["seconds"].append(c_seconds)
-                        record["seconds"]["cached"] = round(c_seconds, 4)
-                        per_path["cached"]["decisions"] += n_questions
-                        probs["cached"] = probabilities_of(c_resp)
-                        bound_ratios.append((first_s / c_seconds, (tim["prefix_tokens"] + suffix_total) / suffix_total))
-                        decoded_bounds.append((tim["prefix_tokens"] + tim["branch_tokens"]) / tim["branch_tokens"])
-            elif path == "naive-user":
-                seconds, out = timed(lambda: read_top_logprobs(naive_llm, request, reset=True))
-                probs[path] = out
-                per_path[path]["decisions"] += n_questions
-            else:
-                raise ValueError(f"unknown path {path!r}")
-            per_path[path]["seconds"].append(seconds)
-            record["seconds"][path] = round(seconds, 4)
-        per_state.append(record)
-        if "fresh" in probs:
-            for path, p in probs.items():
-                if path == "fresh":
-                    continue
-                flips, worst, n = compare_probabilities(probs["fresh"], p)
-                per_path[path]["flips"] += flips
-                per_path[path]["max_dp"] = max(per_path[path]["max_dp"], worst)
-                per_path[path]["compared"] += n
-    engine.close()
-
+def summarize_paths(tallies: dict[str, PathTally]) -> dict[str, dict[str, Any]]:
+    """Per path: decisions, total and median-state seconds, and its differences from fresh."""
     summary: dict[str, dict[str, Any]] = {}
-    for path, acc in per_path.items():
-        total = sum(acc["seconds"])
+    for path, tally in tallies.items():
+        total = sum(tally.seconds)
         summary[path] = {
-            "decisions": acc["decisions"],
+            "decisions": tally.decisions,
             "seconds": round(total, 3),
-            "decisions_per_s": round(acc["decisions"] / total, 3) if total else None,
-            "state_p50_s": round(statistics.median(acc["seconds"]), 3) if acc["seconds"] else None,
-            "argmax_flips_vs_fresh": acc["flips"] if path != "fresh" else 0,
-            "max_abs_dp_vs_fresh": round(acc["max_dp"], 4) if path != "fresh" else 0.0,
-            "compared_with_fresh": acc["compared"],
+            "decisions_per_s": round(tally.decisions / total, 3) if total else None,
+            "state_p50_s": round(statistics.median(tally.seconds), 3) if tally.seconds else None,
+            "argmax_flips_vs_fresh": tally.flips if path != "fresh" else 0,
+            "max_abs_dp_vs_fresh": round(tally.max_dp, 4) if path != "fresh" else 0.0,
+            "compared_with_fresh": tally.compared,
         }
+    return summary
+
+
+def summarize_modes(run: ModesRun, workload: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The results document: workload shape, per-path figures, cache bounds, fork ceiling, targets, per state."""
+    summary = summarize_paths(run.tallies)
+    suffix, prefix, bounds = run.suffix_lengths, run.prefix_lengths, run.bound_ratios
     return {
         "workload": {"states": len(workload), "decisions": sum(len(r["questions"]) for r in workload),
-                     "fresh_questions_per_state": fresh_questions or "all",
-                     "prefix_tokens_mean": round(statistics.mean(prefix_lengths), 1) if prefix_lengths else None,
-                     "suffix_tokens_mean": round(statistics.mean(suffix_lengths), 1) if suffix_lengths else None,
-                     "suffix_tokens_max": max(suffix_lengths) if suffix_lengths else None},
+                     "fresh_questions_per_state": run.fresh_questions or "all",
+                     "prefix_tokens_mean": round(statistics.mean(prefix), 1) if prefix else None,
+                     "suffix_tokens_mean": round(statistics.mean(suffix), 1) if suffix else None,
+                     "suffix_tokens_max": max(suffix) if suffix else None},
         "paths": summary,
-        "prefill_tokens_per_s": round(statistics.median(prefill_rates), 1) if prefill_rates else None,
+        "prefill_tokens_per_s": round(statistics.median(run.prefill_rates), 1) if run.prefill_rates else None,
         "cached": {
-            "speedup_vs_first_request": round(statistics.median(r for r, _ in bound_ratios), 3) if bound_ratios else None,
-            "bound": round(statistics.median(b for _, b in bound_ratios), 3) if bound_ratios else None,
-            "bound_decoded_tokens": round(statistics.median(decoded_bounds), 3) if decoded_bounds else None,
+            "speedup_vs_first_request": round(statistics.median(r for r, _ in bounds), 3) if bounds else None,
+            "bound": round(statistics.median(b for _, b in bounds), 3) if bounds else None,
+            "bound_decoded_tokens": round(statistics.median(run.decoded_bounds), 3) if run.decoded_bounds else None,
         },
-        "fork_ceiling": estimate_fork_ceiling(forks),
-        "targets": check_targets(summary, bound_ratios),
-        "per_state": per_state,
+        "fork_ceiling": estimate_fork_ceiling(run.forks),
+        "targets": check_targets(summary, bounds),
+        "per_state": run.per_state,
     }
 
 
@@ -272,9 +396,9 @@ def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, 
     """Direct readout against greedy JSON generation of the same answers, median of `runs` cold runs."""
     from tqdm import tqdm
 
+    from ..decision.engine import DecisionEngine
+    from ..decision.schema import parse_request
     from .baseline import generate_json_answers, open_chat_model
-    from .engine import DecisionEngine
-    from .schema import parse_request
 
     request = parse_request(json.loads(request_path.read_text()))
     engine = DecisionEngine(settings)
@@ -320,9 +444,7 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
     """
     from tqdm import tqdm
 
-    from .engine import DecisionEngine
-
-    from .errors import InvalidRequestError
+    from ..decision.engine import DecisionEngine
 
     if not resident or min(resident) < 0:
         raise InvalidRequestError(f"--resident needs numbers >= 0; got {list(resident)}", field="resident")
@@ -342,7 +464,8 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
                 engine.score({"state": other["state"], "questions": other["questions"]}, mode="parallel")
             engine.score(request, mode="parallel")  # prefill the target; it stays resident
             response = engine.score(request, mode="parallel")
-            assert response.usage.cached_tokens == response.timing["prefix_tokens"], "the target missed the cache"
+            if response.usage.cached_tokens != response.timing["prefix_tokens"]:
+                raise BenchmarkError(f"the target missed the cache (state {row.get('id')})")
             seconds[k].append(response.timing["branches_s"])
             cells[k].append(engine.cache.used_tokens)
     engine.close()
@@ -378,8 +501,7 @@ def write_result(doc: dict[str, Any], output: Path) -> Path:
 
 
 def command_bench(args: argparse.Namespace) -> int:
-    from .cli import engine_overrides
-    from .settings import load_settings
+    from ..settings import load_settings
 
     overrides = engine_overrides(args)
     overrides.update(flash_attn=args.flash_attn, n_ubatch=args.n_ubatch)
@@ -416,8 +538,6 @@ def parse_int_list(text: str) -> list[int]:
 
 
 def register_cli(sub: Any) -> None:
-    from .cli import add_engine_arguments
-
     bench = sub.add_parser("bench", help="benchmarks: execution paths, readout against generation")
     which = bench.add_subparsers(dest="which", required=True)
     modes = which.add_parser("modes", help="the 37x21 workload through every path, interleaved per state")

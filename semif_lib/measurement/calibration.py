@@ -1,6 +1,7 @@
-"""Calibration of option probabilities: per-question-type temperature scaling, metrics, and the file the engine applies.
+"""Fitting calibration: per-question-type temperature scaling, out-of-fold checks, metrics, and the file.
 
-Option probabilities are a softmax over the listed options: conditional on the list, not the
+The measurement wing's half of calibration; applying a fitted file to answers is the decision
+wing's (`decision.calibrator`, which reads the format this module writes). Option probabilities are a softmax over the listed options: conditional on the list, not the
 chance of being right. Before gating an action on one, fit a temperature on labeled decisions
 from your own workload and check it out of fold. A temperature divides the logits, so it never
 changes the argmax: it only makes the confidences honest.
@@ -8,37 +9,32 @@ changes the argmax: it only makes the confidences honest.
 Pure numpy (no scipy): NLL of a softmax is convex in the inverse temperature, so a bounded
 golden-section search finds the minimum exactly enough in ~60 evaluations.
 
-The calibration file is keyed by the model file's sha256 and `prompt.PROMPT_VERSION`; the
-probabilities it corrects belong to that model and that prompt, so loading it for any other
-model is refused with `CalibrationMismatchError`.
+The calibration file is keyed by the model file's sha256 and `prompt.PROMPT_VERSION`: a file
+fitted here is refused by the engine for any other model or prompt.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .errors import SemifError
-from .prompt import PROMPT_VERSION, QuestionPlan
-from .readout import build_answer, softmax
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import DecisionEngine
+from ..decision.calibrator import (
+    CALIBRATION_FORMAT,
+    KINDS,
+    apply_temperature,
+    remove_prior,
+)
+from ..decision.prompt import PROMPT_VERSION
+from ..decision.readout import softmax
 
 __all__ = [
-    "CALIBRATION_FORMAT",
-    "CalibrationError",
-    "CalibrationMismatchError",
-    "Calibrator",
     "Decision",
-    "apply_temperature",
     "bootstrap_metrics",
     "build_calibration",
     "compute_balanced_accuracy",
@@ -48,33 +44,15 @@ __all__ = [
     "compute_nll",
     "fit_temperature",
     "fit_temperatures",
-    "hash_question",
-    "load_calibration",
     "predict_out_of_fold",
-    "remove_prior",
     "save_calibration",
     "split_groups",
 ]
 
-CALIBRATION_FORMAT = "semif-calibration-v1"
-KINDS = ("noul", "choice", "score")
 TEMPERATURE_BOUNDS = (0.05, 20.0)
 CONFIDENT = 0.9
 N_BINS = 10
 _EPS = 1e-12
-
-
-class CalibrationError(SemifError):
-    """A calibration file that is missing or malformed; the engine refuses to start with it."""
-
-    status_code = 503
-    error_type = "calibration_invalid"
-
-
-class CalibrationMismatchError(CalibrationError):
-    """A calibration file fitted for another model file or prompt version."""
-
-    error_type = "calibration_mismatch"
 
 
 @dataclass
@@ -98,11 +76,6 @@ class Decision:
 
 
 # ---------------------------------------------------------------- temperature
-def apply_temperature(logits: Sequence[float] | np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(logits / T): T > 1 softens, T < 1 sharpens, the argmax stays put."""
-    return softmax(np.asarray(logits, dtype=np.float64) / float(temperature))
-
-
 def _mean_nll(logits: Sequence[np.ndarray], labels: Sequence[int], inverse_t: float) -> float:
     total = 0.0
     for z, y in zip(logits, labels):
@@ -150,28 +123,9 @@ def fit_temperatures(decisions: Sequence[Decision], min_count: int = 2) -> dict[
     return out
 
 
-def remove_prior(logits: Sequence[float] | np.ndarray, prior: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Contextual calibration (Zhao et al. 2021): p ∝ p_raw / p_content_free, done in log space."""
-    z = np.asarray(logits, dtype=np.float64)
-    log_prior = np.log(np.clip(np.asarray(prior, dtype=np.float64), _EPS, None))
-    out = z - log_prior
-    return out - out.max()
-
-
-def hash_question(plan_block: str, kind: str) -> str:
-    """Identifies a question by its rendered suffix text, so stored priors match the served question exactly."""
-    return hashlib.sha256(f"{kind}\x00{plan_block}".encode("utf-8")).hexdigest()[:24]
-
-
 # -------------------------------------------------------------------- metrics
 def _as_rows(probs: Iterable[Sequence[float] | np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(p, dtype=np.float64) for p in probs]
-
-
-def compute_accuracy(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
-    """Share of decisions whose argmax is the label (for one label per query this is Recall@1)."""
-    rows = _as_rows(probs)
-    return float(np.mean([int(np.argmax(p)) == y for p, y in zip(rows, labels)])) if rows else float("nan")
 
 
 def compute_balanced_accuracy(predicted: Sequence[Any], expected: Sequence[Any]) -> float:
@@ -381,73 +335,3 @@ def save_calibration(document: dict[str, Any], path: Path | str) -> Path:
     return path
 
 
-def read_calibration(path: Path | str) -> dict[str, Any]:
-    """Parse and check the shape of a calibration file (not yet which model it belongs to)."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise CalibrationError(f"calibration file {path} does not exist (SEMIF_CALIBRATION)", field="calibration") from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CalibrationError(f"calibration file {path} is not readable JSON: {exc}", field="calibration") from exc
-    if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
-        raise CalibrationError(f"calibration file {path} is not a {CALIBRATION_FORMAT} file", field="calibration")
-    temps = doc.get("temperatures")
-    if not isinstance(temps, dict) or any(k not in KINDS or not isinstance(v, (int, float)) or v <= 0 for k, v in temps.items()):
-        raise CalibrationError(f"calibration file {path}: temperatures must map noul/choice/score to positive numbers", field="calibration")
-    return doc
-
-
-@dataclass
-class Calibrator:
-    """Applies a calibration file to answers: optional stored content-free prior, then the type's temperature."""
-
-    temperatures: dict[str, float]
-    priors: dict[str, list[float]] = field(default_factory=dict)
-    path: str = ""
-    model_sha256: str = ""
-
-    def apply(self, plan: QuestionPlan, logits: np.ndarray, probs: np.ndarray, mass: float) -> Any:
-        """The System One answer with calibrated probabilities; the raw ones ride in `raw_probabilities`."""
-        z = np.asarray(logits, dtype=np.float64)
-        prior = self.priors.get(hash_question(plan.block, plan.kind)) if self.priors else None
-        if prior is not None and len(prior) == len(z):
-            z = remove_prior(z, prior)
-        temperature = float(self.temperatures.get(plan.kind, 1.0))
-        calibrated = apply_temperature(z, temperature)
-        answer = build_answer(plan, calibrated, mass)
-        answer.raw_probabilities = dict(zip(plan.keys, (float(x) for x in probs)))
-        answer.calibrated = True
-        answer.temperature = temperature
-        answer.debiased = prior is not None
-        return answer
-
-
-def load_calibration(path: Path | str, engine: "DecisionEngine | None" = None, model_sha256: str | None = None) -> Calibrator:
-    """Read a calibration file and refuse it unless it was fitted for this model file and prompt version."""
-    from .modelfile import hash_file
-
-    doc = read_calibration(path)
-    if doc.get("prompt_version") != PROMPT_VERSION:
-        raise CalibrationMismatchError(
-            f"calibration file {path} was fitted with prompt {doc.get('prompt_version')!r}, but this engine renders "
-            f"{PROMPT_VERSION!r}; refit it with `semif eval --calibrate`",
-            field="calibration",
-        )
-    if model_sha256 is None and engine is not None:
-        model_sha256 = hash_file(Path(engine.model_path))
-    if model_sha256 is not None and doc.get("model_sha256") != model_sha256:
-        loaded = getattr(engine, "model_path", None)
-        name = f"{Path(loaded).name} " if loaded else ""
-        raise CalibrationMismatchError(
-            f"calibration file {path} was fitted for model {doc.get('model_file')!r} (sha256 {str(doc.get('model_sha256'))[:12]}…), "
-            f"not the loaded model {name}(sha256 {model_sha256[:12]}…); "
-            "temperatures do not transfer between models: refit with `semif eval --calibrate`",
-            field="calibration",
-        )
-    return Calibrator(
-        temperatures={k: float(v) for k, v in doc["temperatures"].items()},
-        priors={k: list(v) for k, v in (doc.get("priors") or {}).items()},
-        path=str(path),
-        model_sha256=str(doc.get("model_sha256")),
-    )

@@ -9,15 +9,15 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from .settings import Settings
+from ..processes import stop_process
+from ..settings import Settings
+from .clients import is_not_found, make_client
 
 __all__ = ["DELETERS", "delete_resource"]
 
 
 def _gone(call: Callable[[], Any]) -> bool:
     """Run a delete call: True if it deleted, False if the resource did not exist."""
-    from .aws import is_not_found
-
     try:
         call()
         return True
@@ -28,8 +28,6 @@ def _gone(call: Callable[[], Any]) -> bool:
 
 
 def _client(service: str, settings: Settings) -> Any:
-    from .aws import make_client
-
     return make_client(service, settings)
 
 
@@ -62,8 +60,6 @@ def delete_transform_job(entry: dict[str, Any], settings: Settings) -> bool:
     try:
         status = sm.describe_transform_job(TransformJobName=entry["name"])["TransformJobStatus"]
     except Exception as exc:  # noqa: BLE001
-        from .aws import is_not_found
-
         if is_not_found(exc):
             return False
         raise
@@ -87,8 +83,6 @@ def delete_iam_role(entry: dict[str, Any], settings: Settings) -> bool:
     try:
         policies = iam.list_role_policies(RoleName=name)["PolicyNames"]
     except Exception as exc:  # noqa: BLE001
-        from .aws import is_not_found
-
         if is_not_found(exc):
             return False
         raise
@@ -107,8 +101,6 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
     try:
         pages = list(s3.get_paginator("list_object_versions").paginate(Bucket=bucket))
     except Exception as exc:  # noqa: BLE001
-        from .aws import is_not_found
-
         if is_not_found(exc):
             return False
         raise
@@ -122,9 +114,6 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
 
 def delete_local_process(entry: dict[str, Any], settings: Settings) -> bool:
     import os
-
-    from .workshop import stop_process
-
     pid = int(entry["pid"])
     try:
         os.kill(pid, 0)

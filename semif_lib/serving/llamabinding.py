@@ -149,7 +149,7 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m semif_lib.llamabinding [check | serve ... | run MODULE ...]`.
+    """`python -m semif_lib.serving.llamabinding [check | serve ... | run MODULE ...]`.
 
     Checks the binding, then serves (`semif serve`) or runs a module (`run pytest tests/test_engine.py`)
     in this same process, where the backends are now loaded.
@@ -172,9 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:
             return int(exc.code or 0) if not isinstance(exc.code, str) else 1
         return 0
-    from .cli import main as cli_main
+    if argv[0] != "serve":
+        print(f"semif: unknown command {argv[0]!r}: use check, serve or run MODULE", file=sys.stderr)
+        return 2
+    from .app import main as serve_main
 
-    return cli_main(argv)
+    return serve_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,11 @@
+"""The AWS wing: everything a workshop run creates in an account, and how it is removed.
+
+`clients` (boto3 clients, tags, waits), `dlc` (the llama.cpp DLC's registry and images),
+`state` (the run's resource registry), `packaging` (model.tar.gz to S3), `iamroles`,
+`deployment` (endpoints and invocation), `imagebuild` (CodeBuild to ECR), `scaling` (Batch
+Transform, autoscaling) and `teardown` (a deleter per recorded resource kind).
+
+Doors: this wing never imports the decision wing or llama_cpp (a notebook in Studio can run it
+without a model), and boto3 loads only inside the functions that call AWS. It may read the DLC's
+`SM_LLAMA_CPP_*` rules from `serving.llama_flags`.
+"""

@@ -1,0 +1,145 @@
+"""Applying a calibration file to answers: the stored content-free prior, then the type's temperature.
+
+The decision wing's half of calibration. The engine loads the file named by `SEMIF_CALIBRATION`
+and applies it to every answer; fitting one is measurement's job (`measurement.calibration`,
+`semif eval --calibrate`), which writes the format read here.
+
+The file is keyed by the model file's sha256 and `prompt.PROMPT_VERSION`; the probabilities it
+corrects belong to that model and that prompt, so loading it for any other model is refused
+with `CalibrationMismatchError`. A temperature divides the logits, so it never changes the argmax.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import SemifError
+from ..modelfile import hash_file
+from .prompt import PROMPT_VERSION, QuestionPlan
+from .readout import build_answer, softmax
+
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "KINDS",
+    "CalibrationError",
+    "CalibrationMismatchError",
+    "Calibrator",
+    "apply_temperature",
+    "hash_question",
+    "load_calibration",
+    "read_calibration",
+    "remove_prior",
+]
+
+CALIBRATION_FORMAT = "semif-calibration-v1"
+KINDS = ("noul", "choice", "score")
+_EPS = 1e-12
+
+
+class CalibrationError(SemifError):
+    """A calibration file that is missing or malformed; the engine refuses to start with it."""
+
+    status_code = 503
+    error_type = "calibration_invalid"
+
+
+class CalibrationMismatchError(CalibrationError):
+    """A calibration file fitted for another model file or prompt version."""
+
+    error_type = "calibration_mismatch"
+
+
+def apply_temperature(logits: Sequence[float] | np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(logits / T): T > 1 softens, T < 1 sharpens, the argmax stays put."""
+    return softmax(np.asarray(logits, dtype=np.float64) / float(temperature))
+
+
+def remove_prior(logits: Sequence[float] | np.ndarray, prior: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Contextual calibration (Zhao et al. 2021): p ∝ p_raw / p_content_free, done in log space."""
+    z = np.asarray(logits, dtype=np.float64)
+    log_prior = np.log(np.clip(np.asarray(prior, dtype=np.float64), _EPS, None))
+    out = z - log_prior
+    return out - out.max()
+
+
+def hash_question(plan_block: str, kind: str) -> str:
+    """Identifies a question by its rendered suffix text, so stored priors match the served question exactly."""
+    return hashlib.sha256(f"{kind}\x00{plan_block}".encode("utf-8")).hexdigest()[:24]
+
+
+def read_calibration(path: Path | str) -> dict[str, Any]:
+    """Parse and check the shape of a calibration file (not yet which model it belongs to)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CalibrationError(f"calibration file {path} does not exist (SEMIF_CALIBRATION)", field="calibration") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CalibrationError(f"calibration file {path} is not readable JSON: {exc}", field="calibration") from exc
+    if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
+        raise CalibrationError(f"calibration file {path} is not a {CALIBRATION_FORMAT} file", field="calibration")
+    temps = doc.get("temperatures")
+    if not isinstance(temps, dict) or any(k not in KINDS or not isinstance(v, (int, float)) or v <= 0 for k, v in temps.items()):
+        raise CalibrationError(f"calibration file {path}: temperatures must map noul/choice/score to positive numbers", field="calibration")
+    return doc
+
+
+@dataclass
+class Calibrator:
+    """Applies a calibration file to answers: optional stored content-free prior, then the type's temperature."""
+
+    temperatures: dict[str, float]
+    priors: dict[str, list[float]] = field(default_factory=dict)
+    path: str = ""
+    model_sha256: str = ""
+
+    def apply(self, plan: QuestionPlan, logits: np.ndarray, probs: np.ndarray, mass: float) -> Any:
+        """The System One answer with calibrated probabilities; the raw ones ride in `raw_probabilities`."""
+        z = np.asarray(logits, dtype=np.float64)
+        prior = self.priors.get(hash_question(plan.block, plan.kind)) if self.priors else None
+        if prior is not None and len(prior) == len(z):
+            z = remove_prior(z, prior)
+        temperature = float(self.temperatures.get(plan.kind, 1.0))
+        calibrated = apply_temperature(z, temperature)
+        answer = build_answer(plan, calibrated, mass)
+        answer.raw_probabilities = dict(zip(plan.keys, (float(x) for x in probs)))
+        answer.calibrated = True
+        answer.temperature = temperature
+        answer.debiased = prior is not None
+        return answer
+
+
+def load_calibration(path: Path | str, model_path: Path | str | None = None, model_sha256: str | None = None) -> Calibrator:
+    """Read a calibration file and refuse it unless it was fitted for this model file and prompt version.
+
+    The model is named by its file (hashed here) or directly by its sha256.
+    """
+    doc = read_calibration(path)
+    if doc.get("prompt_version") != PROMPT_VERSION:
+        raise CalibrationMismatchError(
+            f"calibration file {path} was fitted with prompt {doc.get('prompt_version')!r}, but this engine renders "
+            f"{PROMPT_VERSION!r}; refit it with `semif eval --calibrate`",
+            field="calibration",
+        )
+    if model_sha256 is None and model_path is not None:
+        model_sha256 = hash_file(Path(model_path))
+    if model_sha256 is not None and doc.get("model_sha256") != model_sha256:
+        name = f"{Path(model_path).name} " if model_path else ""
+        raise CalibrationMismatchError(
+            f"calibration file {path} was fitted for model {doc.get('model_file')!r} (sha256 {str(doc.get('model_sha256'))[:12]}…), "
+            f"not the loaded model {name}(sha256 {model_sha256[:12]}…); "
+            "temperatures do not transfer between models: refit with `semif eval --calibrate`",
+            field="calibration",
+        )
+    return Calibrator(
+        temperatures={k: float(v) for k, v in doc["temperatures"].items()},
+        priors={k: list(v) for k, v in (doc.get("priors") or {}).items()},
+        path=str(path),
+        model_sha256=str(doc.get("model_sha256")),
+    )

@@ -1,0 +1,10 @@
+"""The measurement wing: how fast and how good the decisions are, measured side by side.
+
+`bench` (`semif bench`: execution paths, readout against generation, prefix residency),
+`baseline` (what a user of llama-cpp-python's chat API would do instead), `evaluation`
+(`semif eval`: quality on labeled workloads), `calibration` (fitting temperatures and the file
+the decision wing applies) and `plots` (figures for the notebooks).
+
+Doors: measurement imports the decision wing and the plumbing; nothing below it imports
+measurement. It never imports serving or the AWS wing.
+"""

@@ -1,0 +1,10 @@
+"""The serving wing: the decision path and the text path behind SageMaker's container contract.
+
+`app` (`semif serve`: the routes), `wire` (request bodies, response and error bodies, the OpenAPI
+models), `worker` (the one thread that owns the engine), `runner` (uvicorn with SageMaker's
+SIGTERM drain), `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC),
+`llama_flags` (the DLC's `SM_LLAMA_CPP_*` rules) and `llamabinding` (the container's check that
+llama-cpp-python fits the DLC's libllama).
+
+Doors: serving imports the decision wing and the plumbing, never the AWS wing or measurement.
+"""

@@ -1,0 +1,198 @@
+"""The inference worker: the one thread that loads, owns and closes the decision engine.
+
+The llama context is not thread-safe, so one worker thread loads it, owns it and closes it.
+HTTP handlers only parse and validate, then hand requests to that worker through a bounded
+queue and await a future: the event loop never runs inference, so `/ping` answers in
+milliseconds while a decision is being computed. The worker drains everything queued at once
+and scores it with `engine.score_batch` (branches of several requests decode in one batch);
+a full queue answers 503 with `Retry-After` instead of letting clients time out.
+
+Nothing here knows HTTP: a `Job` carries parsed requests in and `resolve_job` hands the
+results back to the event loop that is awaiting them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..decision.schema import DecisionRequest, DecisionResponse
+from ..errors import ModelLoadError, SemifError, ServiceBusyError
+from ..settings import Settings
+
+__all__ = ["MAX_BATCH_REQUESTS", "InferenceWorker", "Job", "resolve_job"]
+
+log = logging.getLogger("semif.adapter")  # the adapter's logger name, shared with `app`
+
+MAX_BATCH_REQUESTS = 8  # requests handed to one score_batch call; bounds the KV cells held at once
+
+
+@dataclass
+class Job:
+    """One HTTP request's work: parsed requests (or their parse errors, passed through) and a future."""
+
+    items: list[DecisionRequest | SemifError]
+    mode: str | None
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future
+
+
+def resolve_job(job: Job, results: list[DecisionResponse | SemifError]) -> None:
+    """Hand `results` to the job's future from any thread: the future belongs to the job's event loop."""
+
+    def deliver() -> None:
+        if not job.future.done():
+            job.future.set_result(results)
+
+    try:
+        job.loop.call_soon_threadsafe(deliver)
+    except RuntimeError:  # the loop is gone (forced shutdown): nobody is waiting any more
+        pass
+
+
+class InferenceWorker:
+    """One thread that loads, owns and closes the engine; jobs reach it through a bounded queue.
+
+    `submit` never blocks: it raises 503 when `max_queue` jobs are already waiting, or while the
+    model is not loaded. `stop` lets the worker finish every job already accepted before it
+    closes the engine, so no accepted request is lost on shutdown.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        engine_factory: Callable[[Settings], Any],
+        max_queue: int,
+        on_load_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine_factory = engine_factory
+        self.max_queue = max_queue
+        self.on_load_error = on_load_error
+        self.engine: Any = None
+        self.load_error: BaseException | None = None
+        self.ready = threading.Event()
+        self._jobs: deque[Job] = deque()
+        self._cond = threading.Condition()
+        self._closing = False
+        self._pending = 0  # accepted jobs not yet answered (queued or being scored)
+        self._thread = threading.Thread(target=self._run, name="semif-inference", daemon=True)
+
+    # --------------------------------------------------------------- called from the event loop
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        if not self.ready.is_set():
+            if self.load_error is not None:
+                raise ModelLoadError(f"the model failed to load: {self.load_error}")
+            raise ServiceBusyError("the model is still loading; retry shortly", retry_after=2)
+        with self._cond:
+            if self._closing:
+                raise ServiceBusyError("the server is shutting down", retry_after=5)
+            if len(self._jobs) >= self.max_queue:
+                raise ServiceBusyError(f"{len(self._jobs)} requests are already waiting (SEMIF_QUEUE_SIZE={self.max_queue}); retry shortly", retry_after=1)
+            self._jobs.append(job)
+            self._pending += 1
+            self._cond.notify()
+
+    @property
+    def queued(self) -> int:
+        return len(self._jobs)
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Finish the accepted jobs, then close the engine in the thread that owns it."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # --------------------------------------------------------------- the worker thread
+    def _run(self) -> None:
+        try:
+            engine = self.engine_factory(self.settings)
+        except BaseException as exc:  # noqa: BLE001 - any load failure must end the server, not hang it
+            self.load_error = exc
+            log.error("cannot load the model: %s", getattr(exc, "message", exc))
+            if self.on_load_error is not None:
+                self.on_load_error(exc)
+            return
+        self.engine = engine
+        self.ready.set()
+        log.info("model %s loaded; serving", getattr(engine, "model_id", "?"))
+        try:
+            while True:
+                with self._cond:
+                    while not self._jobs and not self._closing:
+                        self._cond.wait()
+                    if not self._jobs:
+                        break
+                    jobs = list(self._jobs)
+                    self._jobs.clear()
+                try:
+                    self._process(jobs)
+                except Exception as exc:  # noqa: BLE001 - never leave a client waiting on a worker bug
+                    log.exception("worker failed on %d jobs", len(jobs))
+                    for job in jobs:
+                        resolve_job(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
+                finally:
+                    with self._cond:
+                        self._pending -= len(jobs)
+        finally:
+            close = getattr(engine, "close", None)
+            if close is not None:
+                close()
+
+    def _process(self, jobs: list[Job]) -> None:
+        """Score every queued job; requests of the same mode share `score_batch` calls."""
+        results: dict[int, list[Any]] = {id(job): list(job.items) for job in jobs}
+        by_mode: dict[str | None, list[tuple[Job, int]]] = {}
+        for job in jobs:
+            for k, item in enumerate(job.items):
+                if isinstance(item, DecisionRequest):
+                    by_mode.setdefault(job.mode, []).append((job, k))
+        for mode, slots in by_mode.items():
+            for start in range(0, len(slots), MAX_BATCH_REQUESTS):
+                chunk = slots[start:start + MAX_BATCH_REQUESTS]
+                scored = self._score_chunk([job.items[k] for job, k in chunk], mode)
+                for (job, k), out in zip(chunk, scored):
+                    results[id(job)][k] = out
+        for job in jobs:
+            resolve_job(job, results[id(job)])
+
+    def _score_chunk(self, requests: list[DecisionRequest], mode: str | None) -> list[DecisionResponse | SemifError]:
+        engine = self.engine
+        out: list[Any] | None = None
+        if len(requests) > 1 and hasattr(engine, "score_batch"):
+            try:
+                out = list(engine.score_batch(requests, mode=mode))
+            except Exception:  # noqa: BLE001 - fall back to one request at a time
+                log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
+                out = None
+            if out is not None and len(out) != len(requests):
+                out = None
+        if out is None:
+            out = [None] * len(requests)
+        for i, request in enumerate(requests):
+            # Server-side failures of a batch (e.g. no KV room for all prefixes at once) get a solo retry.
+            if out[i] is None or (isinstance(out[i], SemifError) and out[i].status_code >= 500):
+                out[i] = self._score_one(request, mode)
+        return out
+
+    def _score_one(self, request: DecisionRequest, mode: str | None) -> DecisionResponse | SemifError:
+        try:
+            return self.engine.score(request, mode=mode)
+        except SemifError as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001 - a bug must answer 500 for this request, not kill the worker
+            log.exception("engine.score failed")
+            return SemifError(f"internal error while scoring: {type(exc).__name__}: {exc}")

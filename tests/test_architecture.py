@@ -1,0 +1,159 @@
+"""The house rules: four wings with one-way doors, no import cycles, cheap imports, short functions.
+
+Every import statement counts, wherever it sits (module level, inside a function, under
+`TYPE_CHECKING`): a cycle hidden behind a function-level import is still a cycle for a reader.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
+WINGS = ("decision", "serving", "aws", "measurement")
+PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments")
+TOP_FLOOR = ("cli", "workshop", "notebook")
+MAX_FUNCTION_LINES = 80
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def resolve_imports(name: str, path: Path) -> set[str]:
+    """Every module `name` imports (project modules by dotted name, others by their top package)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            out.add(target)
+            out.update(f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in MODULES)
+    return {t if t.startswith("semif_lib") else t.split(".")[0] for t in out if t}
+
+
+GRAPH = {name: resolve_imports(name, path) for name, path in MODULES.items()}
+
+
+def project_edges(name: str) -> set[str]:
+    """Imports of project modules; importing `a.b` also runs the package `a`'s `__init__`, which imports nothing here."""
+    return {t for t in GRAPH[name] if t in MODULES and t != name}
+
+
+def find_cycle() -> list[str] | None:
+    """One import cycle among the project's modules, as a path that returns to its start, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(project_edges(node)):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(MODULES):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_graph_sees_function_level_imports():
+    """The checker itself: `cli` registers the wings' subcommands from inside a function."""
+    assert "semif_lib.serving.app" in GRAPH["semif_lib.cli"]
+    assert "semif_lib.decision.engine" in GRAPH["semif_lib.serving.app"]
+
+
+def test_no_import_cycles():
+    cycle = find_cycle()
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def wing_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def imports_of(prefix: str) -> list[tuple[str, str]]:
+    """(module, imported) pairs for every module in the wing or module `prefix`."""
+    full = f"semif_lib.{prefix}"
+    return [(m, t) for m in MODULES if m == full or m.startswith(full + ".") for t in GRAPH[m]]
+
+
+def forbidden(prefix: str, targets: tuple[str, ...]) -> list[str]:
+    bad = []
+    for module, target in imports_of(prefix):
+        for t in targets:
+            if target == t or target.startswith(t + "."):
+                bad.append(f"{module} imports {target}")
+    return bad
+
+
+@pytest.mark.parametrize("wing, targets", [
+    ("decision", ("semif_lib.serving", "semif_lib.aws", "semif_lib.measurement")),
+    ("aws", ("semif_lib.decision", "llama_cpp")),
+    ("decision.schema", ("llama_cpp", "boto3", "botocore")),
+    ("serving", ("semif_lib.aws",)),
+    ("measurement", ("semif_lib.serving", "semif_lib.aws")),
+])
+def test_doors_go_one_way(wing, targets):
+    assert forbidden(wing, targets) == []
+
+
+@pytest.mark.parametrize("lower", WINGS + PLUMBING)
+def test_nothing_below_imports_the_top_floor(lower):
+    assert forbidden(lower, tuple(f"semif_lib.{m}" for m in TOP_FLOOR)) == []
+
+
+@pytest.mark.parametrize("plumbing", PLUMBING)
+def test_plumbing_imports_no_wing(plumbing):
+    assert forbidden(plumbing, tuple(f"semif_lib.{w}" for w in WINGS)) == []
+
+
+def test_every_module_lives_in_a_wing_plumbing_or_the_top_floor():
+    homes = set(WINGS) | set(PLUMBING) | set(TOP_FLOOR)
+    assert sorted(m for m in MODULES if m != "semif_lib" and wing_of(m) not in homes) == []
+
+
+def test_importing_any_module_loads_neither_llama_cpp_nor_boto3():
+    """Heavy imports stay inside the functions that need them, in every module (a fresh interpreter)."""
+    code = ("import importlib, sys\n"
+            f"for name in {sorted(MODULES)!r}:\n"
+            "    importlib.import_module(name)\n"
+            "print(sorted(m for m in ('llama_cpp', 'boto3', 'botocore', 'sagemaker') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+def test_functions_stay_short():
+    """No function body over ~80 lines: a long one is split into named steps (route groups, path runners)."""
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = node.body[0]
+                body_start = first.end_lineno + 1 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) else first.lineno
+                if node.end_lineno - body_start + 1 > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {node.end_lineno - body_start + 1} lines")
+    assert long == []

@@ -1,0 +1,43 @@
+"""One JSON Lines reader and writer: records split on `\\n` only, never on U+2028, U+2029 or U+0085."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from semif_lib.jsonlines import dump_records, read_lines, read_records, split_lines, write_records
+
+ODD = {"id": "a\u2028b", "state": "one\u2029two\u0085three\x1cfour", "n": 1}
+
+
+def test_round_trip_keeps_unicode_line_separators_inside_strings(tmp_path):
+    text = dump_records([ODD, {"id": "plain"}])
+    assert "\u2028" in text and text.count("\n") == 2  # written raw, one record per line
+    assert len(text.splitlines()) > 2  # what str.splitlines() would have cut
+    assert [json.loads(line) for _, line in split_lines(text)] == [ODD, {"id": "plain"}]
+    path = write_records(tmp_path / "sub" / "out.jsonl", [ODD])
+    assert read_records(path) == [ODD]
+
+
+def test_blank_lines_are_skipped_numbers_kept_and_crlf_accepted(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"a": 1}\r\n\r\n  \n{"a": 2}\n')
+    assert read_lines(path) == [(1, '{"a": 1}'), (4, '{"a": 2}')]
+
+
+def test_a_bad_line_is_named(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\n{"a": \n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        read_records(path)
+
+
+def test_labeled_sets_read_through_the_same_reader(tmp_path):
+    from semif_lib.measurement.evaluation import read_labeled
+
+    line = {"id": "x\u2028y", "state": "s\u2028t", "labels": {"q": True},
+            "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}
+    path = tmp_path / "labeled.jsonl"
+    path.write_text(dump_records([line, {**line, "id": "z"}]), encoding="utf-8")
+    assert [item.id for item in read_labeled([path])] == ["x\u2028y", "z"]
