@@ -280,7 +280,7 @@ def run_modes(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Every path on every state, interleaved per state; returns the results document."""
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from ..decision.engine import DecisionEngine
     from .baseline import open_chat_model
@@ -394,7 +394,7 @@ def check_targets(summary: dict[str, dict[str, Any]], bound_ratios: Sequence[tup
 
 def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, runs: int = 3, progress: bool = True) -> dict[str, Any]:
     """Direct readout against greedy JSON generation of the same answers, median of `runs` cold runs."""
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from ..decision.engine import DecisionEngine
     from ..decision.schema import parse_request
@@ -442,7 +442,7 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
     (masked), so the prefix cache budget (`SEMIF_CACHE_TOKENS`) trades hits for slower branches.
     Each target state is measured at every residency level in turn; the others are the next states.
     """
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from ..decision.engine import DecisionEngine
 

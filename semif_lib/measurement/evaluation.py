@@ -103,7 +103,7 @@ def label_to_index(question: Any, expected: Any, where: str = "") -> int:
 def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], progress: bool = True) -> list["Decision"]:
     """Raw logits for every labeled question (the engine must have no calibration attached)."""
     import numpy as np
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from ..decision.calibrator import hash_question
     from ..decision.prompt import plan_question
@@ -132,7 +132,7 @@ def score_content_free(
 ) -> dict[str, list[float]]:
     """Option prior per distinct question: probabilities averaged over content-free states (Zhao et al. 2021)."""
     import numpy as np
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from ..decision.calibrator import hash_question
     from ..decision.prompt import plan_question
@@ -180,7 +180,7 @@ def score_permutations(
     a question with k options gets at most k distinct rotations.
     """
     import numpy as np
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     out: dict[tuple[str, str], list[np.ndarray]] = {}
     choice_items = [it for it in items if any(it.request["questions"][q].get("type") == "choice" for q in it.labels)]
@@ -202,7 +202,7 @@ def score_permutations(
 
 def run_json_baseline(settings: "Settings", model_path: Path | str, items: Sequence[LabeledItem], progress: bool = True) -> dict[str, Any]:
     """Greedy JSON generation on the same model (cold: `reset()` before each request), scored per task."""
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     from ..decision.schema import parse_request
     from .baseline import generate_json_answers, open_chat_model
