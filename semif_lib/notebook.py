@@ -2,6 +2,9 @@
 repository's data files, answer tables, stopping local servers, a build-context check and the
 ipywidgets form of notebook 00.
 
+`load_notebook_settings` also makes the kernel show a `SemifError` as its one-line message (what to
+do) instead of a traceback through the library (`show_errors_briefly`); the cell still fails.
+
 Notebooks run with their own folder as the working directory, so every relative path here is
 resolved against the repository root (`find_repo_root`), never against `Path.cwd()`: the state
 file a notebook writes is the one `semif workshop status` reads from the repository root.
@@ -30,6 +33,7 @@ __all__ = [
     "load_notebook_settings",
     "load_workload_request",
     "read_examples",
+    "show_errors_briefly",
     "stop_local_servers",
     "tabulate_answers",
     "tabulate_records",
@@ -60,9 +64,37 @@ def _anchor(path: Path, root: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
+def _brief_traceback(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> list[str]:
+    import sys
+
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # what %tb reads
+    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}", "(%tb shows the full traceback)"]
+    shell._showtraceback(etype, value, stb)  # ipykernel: an error output, and the cell's reply says error
+    return stb
+
+
+def show_errors_briefly() -> bool:
+    """In an IPython kernel, show a `SemifError` as `ErrorName: message` (the message says what to do),
+    not a traceback through the library. The cell still fails (Run All stops, nbclient raises) and
+    `%tb` prints the whole traceback. Returns whether there was a kernel to configure."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    from .errors import SemifError
+
+    shell.set_custom_exc((SemifError,), _brief_traceback)
+    return True
+
+
 def load_notebook_settings(target: str | None = None, **overrides: Any) -> Settings:
     """`SEMIF_*` settings with the notebook's `TARGET` (and any overrides) applied, and the state
-    file, results folder and calibration file anchored at the repository root."""
+    file, results folder and calibration file anchored at the repository root. In a notebook it
+    also turns on `show_errors_briefly`."""
+    show_errors_briefly()
     settings = load_settings(target=target, **overrides)
     root = find_repo_root()
     update: dict[str, Any] = {"state_file": _anchor(Path(settings.state_file), root),

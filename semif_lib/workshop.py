@@ -26,16 +26,19 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .aws.state import WorkshopState, load_state, resource_name, settings_and_state
+from .errors import SemifError
 from .jsonlines import split_lines
 from .processes import is_answering, stop_process, wait_for_ping
 from .settings import Settings
 
 __all__ = [
+    "LocalServerError",
     "WorkshopState",
     "build_adapter_image",
     "chat",
@@ -57,11 +60,80 @@ __all__ = [
 LOCAL_SERVERS = {"decision": "serve", "text": "serve-text"}
 
 
+class LocalServerError(SemifError):
+    """A local server (`semif serve`, `semif serve-text`) could not start; the message says what to do."""
+
+    status_code = 503
+    error_type = "local_server_failed"
+
+
 def _port_of(url: str) -> tuple[str, int]:
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     return parts.hostname or "127.0.0.1", parts.port or 80
+
+
+def _check_port_free(kind: str, url: str) -> None:
+    """Fail before starting anything when another program holds the port (uvicorn would exit with a traceback)."""
+    import errno
+    import socket
+
+    from .settings import env_names
+
+    host, port = _port_of(url)
+    variable = env_names()[f"local_{kind}_url"]
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
+        try:
+            sock.bind((host, port))
+            return
+        except OSError as exc:
+            in_use = exc.errno == errno.EADDRINUSE
+            reason = exc.strerror
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    if in_use:
+        raise LocalServerError(f"port {port} is in use by another program, so `semif {LOCAL_SERVERS[kind]}` cannot listen on {url}: "
+                               f"stop that program, or set {variable}=http://127.0.0.1:{free} (a free port; in a notebook "
+                               f"`%env {variable}=...`, then rerun the settings cell)", field=f"local_{kind}_url")
+    raise LocalServerError(f"`semif {LOCAL_SERVERS[kind]}` cannot listen on {url} ({reason}): "
+                           f"set {variable} to a loopback URL such as http://127.0.0.1:{free}", field=f"local_{kind}_url")
+
+
+def _last_line(path: Path) -> str:
+    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else "(nothing logged)"
+
+
+def _wait_until_serving(kind: str, url: str, process: subprocess.Popen, timeout_s: float, log_path: Path) -> None:
+    """Wait for `/ping` with a progress bar (a widget in JupyterLab, stderr elsewhere); a failure is one line."""
+    from tqdm.auto import tqdm
+
+    command = f"semif {LOCAL_SERVERS[kind]}"
+    deadline = time.monotonic() + timeout_s
+    with tqdm(total=None, desc=f"starting {command} on {url}", bar_format="{desc}: {elapsed}", file=sys.stderr,
+              dynamic_ncols=True) as bar:  # dynamic: a full-width widget in JupyterLab, not a 20 px box
+        try:
+            while True:
+                try:
+                    wait_for_ping(url, min(1.0, max(0.1, deadline - time.monotonic())), process)
+                    bar.set_description_str(f"{command} answers on {url}", refresh=False)
+                    bar.total = 1  # a full bar once it answers (an unknown total draws an empty one)
+                    bar.update(1)
+                    return
+                except TimeoutError:
+                    if time.monotonic() >= deadline:
+                        raise LocalServerError(f"`{command}` did not answer {url}/ping within {timeout_s:.0f} s: "
+                                               f"its log is {log_path}") from None
+                    bar.refresh()
+                except RuntimeError:  # the process exited
+                    raise LocalServerError(f"`{command}` stopped before answering on {url} (exit code {process.returncode}): "
+                                           f"{_last_line(log_path)} [log: {log_path}]") from None
+        except BaseException:
+            bar.leave = False  # no finished-looking bar above the error
+            raise
 
 
 def start_local_server(kind: str, model_dir: Path | str | None = None, settings: Settings | None = None,
@@ -71,7 +143,9 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
 
     It listens where `SEMIF_LOCAL_DECISION_URL` / `SEMIF_LOCAL_TEXT_URL` say, reads the model from
     `model_dir` the way the container reads `/opt/ml/model`, and is recorded in the state file so
-    that `cleanup()` stops it. A server already answering there is reused. Returns its URL.
+    that `cleanup()` stops it. A server already answering there is reused. Returns its URL. A
+    progress bar shows the wait; a port held by another program, or a server that stops before
+    answering, raises `LocalServerError` with one line that says what to do.
     """
     settings, state = settings_and_state(settings, state)
     if kind not in LOCAL_SERVERS:
@@ -79,6 +153,7 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
     if is_answering(url):
         return url
+    _check_port_free(kind, url)
     host, port = _port_of(url)
     child_env = {**os.environ, **(env or {}), "SEMIF_HOST": host, "SEMIF_PORT": str(port)}
     if model_dir is not None:
@@ -92,12 +167,11 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
     log.close()
     state.record("local_process", f"{kind}-server", pid=process.pid, url=url, log=str(log_path))
     try:
-        wait_for_ping(url, timeout_s, process)
-    except Exception as exc:
-        tail = log_path.read_text(errors="replace")[-2000:]
+        _wait_until_serving(kind, url, process, timeout_s, log_path)
+    except BaseException:
         stop_process(process.pid)
         state.forget("local_process", f"{kind}-server")
-        raise RuntimeError(f"{exc}\n--- {log_path} ---\n{tail}") from None
+        raise
     return url
 
 
