@@ -28,14 +28,17 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DecisionForm",
     "compare_answers",
+    "describe_target",
     "find_repo_root",
     "inspect_build_context",
     "load_notebook_settings",
     "load_workload_request",
     "read_examples",
     "show_errors_briefly",
+    "show_target",
     "stop_local_servers",
     "tabulate_answers",
+    "tabulate_permissions",
     "tabulate_records",
 ]
 
@@ -92,8 +95,11 @@ def show_errors_briefly() -> bool:
 
 def load_notebook_settings(target: str | None = None, **overrides: Any) -> Settings:
     """`SEMIF_*` settings with the notebook's `TARGET` (and any overrides) applied, and the state
-    file, results folder and calibration file anchored at the repository root. In a notebook it
-    also turns on `show_errors_briefly`."""
+    file, results folder and calibration file anchored at the repository root.
+
+    `TARGET = None` (the notebooks' default) means `SEMIF_TARGET`, else `local`: `export
+    SEMIF_TARGET=aws` runs every notebook against AWS without editing one. In a notebook it also
+    turns on `show_errors_briefly`."""
     show_errors_briefly()
     settings = load_settings(target=target, **overrides)
     root = find_repo_root()
@@ -102,6 +108,47 @@ def load_notebook_settings(target: str | None = None, **overrides: Any) -> Setti
     if settings.calibration is not None:
         update["calibration"] = _anchor(Path(settings.calibration), root)
     return settings.model_copy(update=update)
+
+
+def describe_target(settings: Settings, state: "WorkshopState | None" = None, target: str | None = None,
+                    local_only: bool = False) -> str:
+    """The line every notebook prints first: where it runs, why, and (for workshop steps) the run.
+
+    `target` is the notebook's `TARGET` parameter (None: taken from `SEMIF_TARGET`, else local).
+    `local_only` notebooks run on this machine whatever the target says.
+    """
+    import os
+
+    source = "TARGET parameter" if target else ("SEMIF_TARGET" if os.environ.get("SEMIF_TARGET") else "default")
+    if local_only:
+        return (f"target=local | this notebook always runs on this machine "
+                f"(the workshop target is {settings.target}, from {source})")
+    parts = [f"target={settings.target}"]
+    if state is not None:
+        parts.append(f"run {state.run_id}")
+    if settings.target == "aws":
+        parts.append(f"region {(state.region if state is not None else None) or settings.aws_region or 'from the AWS session'}")
+    if state is not None:
+        parts.append(f"state file {state.path}")
+    return " | ".join(parts) + f" (target from {source})"
+
+
+def show_target(settings: Settings, state: "WorkshopState | None" = None, target: str | None = None,
+                local_only: bool = False) -> None:
+    """Print `describe_target(...)` (the first output of every notebook)."""
+    print(describe_target(settings, state, target, local_only))
+
+
+def tabulate_permissions(check: Any) -> "pd.DataFrame | None":
+    """Notebook 01's permission check (`aws.preflight.PermissionCheck`) as one table: step, action,
+    resource, allowed (yes / NO / ?), and how it was checked. None in local mode."""
+    if check is None:
+        return None
+    import pandas as pd
+
+    mark = {True: "yes", False: "NO", None: "?"}
+    rows = [{**row, "allowed": mark[row["allowed"]]} for row in check.rows]
+    return pd.DataFrame(rows, columns=["step", "action", "allowed", "how", "resource"])
 
 
 def data_path(name: str) -> Path:

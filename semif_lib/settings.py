@@ -76,8 +76,8 @@ class Settings(BaseSettings):
     run_id: str | None = Field(None, pattern=r"^[a-z0-9]{4,12}$", description="Suffix on every resource name; default: a random one kept in the state file.")
     aws_region: str | None = Field(None, description="AWS region; default: the boto3 session's (AWS_REGION / AWS_DEFAULT_REGION / profile).")
     aws_endpoint_url: str | None = Field(None, description="One endpoint URL for every AWS client (a moto server in tests); unset for real AWS.")
-    s3_bucket: str | None = Field(None, description="Bucket for models, build sources and batch data; default semif-workshop-<account>-<region>, created private.")
-    s3_prefix: str = Field("semif-workshop", description="Key prefix inside the bucket.")
+    s3_bucket: str | None = Field(None, description="Bucket for models, build sources and batch data; default semif-sagemaker-<account>-<region> (the name Studio's default role may use), created private.")
+    s3_prefix: str = Field("semif-workshop", description="Key prefix inside the bucket; each run writes under <prefix>/<run id>/.")
     role_arn: str | None = Field(None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field("cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
     instance_type: str = Field("ml.c6i.xlarge", description="Real-time endpoint instance (cpu / arm64 variants).")
@@ -88,6 +88,7 @@ class Settings(BaseSettings):
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")
     local_decision_url: str = Field("http://127.0.0.1:8080", description="Local decision adapter (`semif serve`) for target=local.")
     local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")
+    gpu_transform_instance_type: str = Field("ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from .aws.clients import AwsSetupError, aws_errors, get_region, in_region
 from .aws.state import WorkshopState, load_state, resource_name, settings_and_state
 from .errors import SemifError
 from .jsonlines import split_lines
@@ -42,6 +43,7 @@ __all__ = [
     "WorkshopState",
     "build_adapter_image",
     "chat",
+    "check_permissions",
     "cleanup",
     "deploy_decision_model",
     "deploy_text_model",
@@ -205,7 +207,11 @@ def package_model(gguf: Path | str | None = None, settings: Settings | None = No
     info: dict[str, Any] = {"tarball": str(package.tarball), "gguf_name": package.gguf_name, "sha256": package.sha256,
                             "size": package.tarball_size, "model_data_url": package.tarball.resolve().as_uri(), "uploaded": False}
     if settings.target == "aws":
-        result = packaging.upload_model(package, settings=settings, state=state, progress=progress)
+        from .aws.dlc import require_dlc_region
+
+        with aws_errors("package_model (01)"):
+            require_dlc_region(get_region(settings))  # before the bucket: no DLC here, no endpoint later
+            result = packaging.upload_model(package, settings=settings, state=state, progress=progress)
         info.update(model_data_url=result.uri, uploaded=not result.skipped)
     state.set("model_package", info)
     state.set("model_data_url", info["model_data_url"])
@@ -226,13 +232,14 @@ def deploy_text_model(settings: Settings | None = None, state: WorkshopState | N
     from .aws import deployment
 
     settings, state = settings_and_state(settings, state)
-    llama_settings = dict(llama_settings or deployment.default_text_settings(settings.dlc_variant))
     if settings.target == "local":
         from .serving.llama_flags import build_sm_env
 
-        url = start_local_server("text", _local_model_dir(settings, state), settings, state, env=build_sm_env(llama_settings))
+        env = build_sm_env(deployment.text_settings(settings.dlc_variant, llama_settings))
+        url = start_local_server("text", _local_model_dir(settings, state), settings, state, env=env)
         return state.set("text_endpoint", url)
-    name = deployment.deploy_text_endpoint(settings=settings, state=state, llama_settings=llama_settings, wait=wait)
+    with aws_errors("deploy_text_model (02)"):  # the variant's defaults merged with llama_settings (GPU offload stays)
+        name = deployment.deploy_text_endpoint(settings=settings, state=state, llama_settings=llama_settings, wait=wait)
     return state.set("text_endpoint", name)
 
 
@@ -245,7 +252,8 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
         return state.set("image_uri", "local:semif-adapter")
     from .aws import imagebuild
 
-    uri = imagebuild.build_adapter_image(settings=settings, state=state, wait=wait, log=log)
+    with aws_errors("build_adapter_image (03)"):
+        uri = imagebuild.build_adapter_image(settings=settings, state=state, wait=wait, log=log)
     return state.set("image_uri", uri)
 
 
@@ -257,7 +265,8 @@ def deploy_decision_model(settings: Settings | None = None, state: WorkshopState
         return state.set("decision_endpoint", url)
     from .aws import deployment
 
-    name = deployment.deploy_decision_endpoint(settings=settings, state=state, wait=wait)
+    with aws_errors("deploy_decision_model (04)"):
+        name = deployment.deploy_decision_endpoint(settings=settings, state=state, wait=wait)
     return state.set("decision_endpoint", name)
 
 
@@ -285,7 +294,8 @@ def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings
     if settings.target == "local":
         query = f"?mode={mode}" if mode else ""
         return json.loads(_post_local(f"{target}/invocations{query}", body, "application/json"))
-    return deployment.invoke_decision_endpoint(target, body, settings=settings, mode=mode)
+    with aws_errors("invoke_decision"):
+        return deployment.invoke_decision_endpoint(target, body, settings=settings, mode=mode)
 
 
 def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None, state: WorkshopState | None = None,
@@ -298,7 +308,8 @@ def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None 
     target = state.require("text_endpoint", "02_deploy_text_dlc (workshop.deploy_text_model)")
     if settings.target == "local":
         return json.loads(_post_local(f"{target}/invocations", body, "application/json"))
-    return deployment.invoke_chat_endpoint(target, body, settings=settings)
+    with aws_errors("chat"):
+        return deployment.invoke_chat_endpoint(target, body, settings=settings)
 
 
 def stream_chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None,
@@ -318,7 +329,8 @@ def stream_chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings 
             chunks = iter(lambda: resp.read1(65536), b"")
             yield from deployment.iter_chat_deltas(deployment.iter_sse_events(chunks))
         return
-    yield from deployment.stream_chat_endpoint(target, body, settings=settings)
+    with aws_errors("stream_chat"):
+        yield from deployment.stream_chat_endpoint(target, body, settings=settings)
 
 
 def score_jsonlines(path: Path | str, settings: Settings | None = None, state: WorkshopState | None = None,
@@ -336,7 +348,8 @@ def score_jsonlines(path: Path | str, settings: Settings | None = None, state: W
         return [json.loads(line) for _, line in split_lines(out.decode("utf-8"))]
     from .aws import scaling
 
-    return scaling.run_batch_transform(Path(path), settings=settings, state=state, wait=wait)
+    with aws_errors("score_jsonlines (04, Batch Transform)"):
+        return scaling.run_batch_transform(Path(path), settings=settings, state=state, wait=wait)
 
 
 def enable_autoscaling(min_instances: int = 1, max_instances: int = 2, invocations_per_instance: float = 60.0,
@@ -348,8 +361,25 @@ def enable_autoscaling(min_instances: int = 1, max_instances: int = 2, invocatio
     from .aws import scaling
 
     endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
-    return scaling.enable_autoscaling(endpoint, min_instances=min_instances, max_instances=max_instances,
-                                      invocations_per_instance=invocations_per_instance, settings=settings, state=state)
+    with aws_errors("enable_autoscaling (04)"):
+        return scaling.enable_autoscaling(endpoint, min_instances=min_instances, max_instances=max_instances,
+                                          invocations_per_instance=invocations_per_instance, settings=settings, state=state)
+
+
+def check_permissions(settings: Settings | None = None, state: WorkshopState | None = None,
+                      log: Callable[[str], None] = print) -> Any:
+    """Notebook 01's first step: which AWS actions the workshop needs and whether you have them, in one
+    table (`aws.preflight.PermissionCheck`), before anything is created. Local mode needs none: None."""
+    settings, state = settings_and_state(settings, state)
+    if settings.target == "local":
+        log("target=local: no AWS account or permissions needed")
+        return None
+    from .aws import preflight
+
+    with aws_errors("check_permissions (01)"):
+        check = preflight.check_permissions(settings, state)
+    log(check.summary())
+    return check
 
 
 # ====================================================================== cleanup
@@ -357,12 +387,15 @@ def enable_autoscaling(min_instances: int = 1, max_instances: int = 2, invocatio
 class CleanupReport:
     removed: list[str] = field(default_factory=list)
     already_gone: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f"removed {len(self.removed)}, already gone {len(self.already_gone)}, failed {len(self.failed)}"]
+        lines = [f"removed {len(self.removed)}, already gone {len(self.already_gone)}, failed {len(self.failed)}"
+                 + (f", kept {len(self.kept)}" if self.kept else "")]
         lines += [f"  - removed {r}" for r in self.removed]
         lines += [f"  - already gone {r}" for r in self.already_gone]
+        lines += [f"  = kept {r}" for r in self.kept]
         lines += [f"  ! failed {r}" for r in self.failed]
         return "\n".join(lines)
 
@@ -370,20 +403,47 @@ class CleanupReport:
         return "```\n" + str(self) + "\n```"
 
 
-def cleanup(settings: Settings | None = None, state: WorkshopState | None = None, delete_state: bool = True) -> CleanupReport:
-    """Delete everything this run created, newest first, and report it.
+LOCAL_KINDS = {"local_process"}
 
-    A resource that is already gone counts as removed-before; one that fails stays in the state file
-    (so a second `cleanup()` retries it) and the state file is kept.
+
+def settings_for_cleanup(settings: Settings, state: WorkshopState) -> Settings:
+    """Settings whose clients reach the region this run's AWS resources live in (the state file's).
+
+    A session in another region would find nothing there, report everything "already gone" and
+    delete the state file while the endpoints keep billing: that is refused, naming both regions.
     """
-    from .aws.teardown import delete_resource
+    if state.region is None or all(e["kind"] in LOCAL_KINDS for e in state.resources):
+        return settings
+    current = get_region(settings)
+    if current != state.region:
+        raise AwsSetupError(
+            f"{state.path} records run {state.run_id}'s resources in {state.region}, but this session is in {current}: "
+            f"set SEMIF_AWS_REGION={state.region} (or AWS_REGION) and run cleanup again. Nothing was deleted.")
+    return in_region(settings, state.region)
+
+
+def cleanup(settings: Settings | None = None, state: WorkshopState | None = None, delete_state: bool = True) -> CleanupReport:
+    """Delete everything this run created, newest first, in the region the state file records, and report it.
+
+    A resource that is already gone counts as removed-before; a bucket other runs still use is
+    kept; one that fails stays in the state file (so a second `cleanup()` retries it) and the state
+    file is kept.
+    """
+    from .aws.teardown import KeptResource, delete_resource
 
     settings, state = settings_and_state(settings, state)
+    with aws_errors("cleanup (99)"):
+        settings = settings_for_cleanup(settings, state)
     report = CleanupReport()
     for entry in list(reversed(state.resources)):
         label = f"{entry['kind']} {entry['name']}"
         try:
-            existed = delete_resource(entry, settings)
+            with aws_errors(f"cleanup of {label}"):
+                existed = delete_resource(entry, settings)
+        except KeptResource as kept:
+            report.kept.append(f"{label}: {kept}")
+            state.forget(entry["kind"], entry["name"])
+            continue
         except Exception as exc:  # noqa: BLE001 - report and keep going: cleanup must be best effort
             report.failed.append(f"{label}: {exc}")
             continue

@@ -177,3 +177,97 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
     requests.post("http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results", json=queued, timeout=10)
     assert invoke_decision(example_requests[0], settings=aws_settings, state=state) == answer
     assert name == "semif-decision-t3st01"
+
+
+# ------------------------------------------------------------------ issue 14: GPU settings, rollbacks
+def test_cuda_text_endpoint_merges_the_notebooks_settings(aws, aws_settings, fake_gguf):
+    """Notebook 02 passes its own llama settings: they update the cuda defaults, GPU offload stays (item 8)."""
+    from semif_lib.aws.clients import make_client
+    from semif_lib.workshop import deploy_text_model, load_state, package_model
+
+    settings = aws_settings.model_copy(update={"dlc_variant": "cuda"})
+    st = load_state(settings)
+    package_model(fake_gguf, settings=settings, state=st, progress=False)
+    name = deploy_text_model(settings=settings, state=st, llama_settings={"ctx_size": 2048, "jinja": True})
+    sm = make_client("sagemaker", settings)
+    config = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])
+    env = sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])["PrimaryContainer"]["Environment"]
+    assert env == {"SM_LLAMA_CPP_CTX_SIZE": "2048", "SM_LLAMA_CPP_JINJA": "true", "SM_LLAMA_CPP_N_GPU_LAYERS": "999"}
+
+
+def test_text_settings_merge_and_drop():
+    from semif_lib.aws.deployment import text_settings
+
+    assert text_settings("cuda", {"ctx_size": 1024}) == {"ctx_size": 1024, "jinja": True, "n_gpu_layers": 999}
+    assert text_settings("cuda", {"n_gpu_layers": None}) == {"ctx_size": 4096, "jinja": True}  # None drops a default
+    assert text_settings("cpu", None) == {"ctx_size": 4096, "jinja": True}
+
+
+def test_gpu_endpoint_prefers_the_al2023_ami(aws, aws_settings, fake_gguf):
+    """The DLC's CUDA 13.0 wants driver 580: al2023-ami-sagemaker-inference-gpu-4-1 has it natively."""
+    import botocore.session
+
+    from semif_lib.aws import dlc
+
+    enum = botocore.session.get_session().get_service_model("sagemaker").shape_for("ProductionVariantInferenceAmiVersion").enum
+    assert dlc.GPU_INFERENCE_AMI in enum and dlc.GPU_INFERENCE_AMI.startswith("al2023-") and dlc.GPU_INFERENCE_AMI.endswith("gpu-4-1")
+
+
+class _Http:
+    status_code = 200
+    headers: dict = {}
+
+
+def _script_endpoint_update(settings, statuses: list[str], reason: str) -> list[dict]:
+    """moto has no UpdateEndpoint: answer it here, then let DescribeEndpoint walk through `statuses` before
+    moto's own answer (InService on the config it never left) with `reason` as the FailureReason.
+    Registered before the first client exists, so the SDK's clients see it too."""
+    from semif_lib.aws.clients import make_session
+
+    updates: list[dict] = []
+    events = make_session(settings).events
+
+    def update(**_):
+        return _Http(), {"EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/x"}
+
+    def describe(parsed, **_):
+        if updates and statuses:
+            parsed["EndpointStatus"] = statuses.pop(0)
+        if updates:
+            parsed["FailureReason"] = reason
+
+    events.register("before-parameter-build.sagemaker.UpdateEndpoint", lambda params, **_: updates.append(dict(params)))
+    events.register("before-call.sagemaker.UpdateEndpoint", update)
+    events.register("after-call.sagemaker.DescribeEndpoint", describe)
+    return updates
+
+
+def _deploy_then_change_env(settings, st, gguf, monkeypatch):
+    from semif_lib.aws import deployment
+    from semif_lib.workshop import deploy_text_model, package_model
+
+    monkeypatch.setattr(deployment, "ENDPOINT_POLL_S", 0.01, raising=False)
+    package_model(gguf, settings=settings, state=st, progress=False)
+    deploy_text_model(settings=settings, state=st)
+    return lambda: deploy_text_model(settings=settings, state=st, llama_settings={"ctx_size": 1024})
+
+
+def test_an_update_that_rolls_back_is_a_failure(state, aws_settings, fake_gguf, monkeypatch):
+    """Updating -> RollingBack -> InService on the old config: the new config never served (item 7)."""
+    from semif_lib.aws.clients import AwsSetupError
+
+    updates = _script_endpoint_update(aws_settings, ["Updating", "RollingBack"], "health check failed on the new variant")
+    redeploy = _deploy_then_change_env(aws_settings, state, fake_gguf, monkeypatch)
+    with pytest.raises(AwsSetupError, match="rolled back; it still serves semif-text-t3st01-.*health check failed") as info:
+        redeploy()
+    assert len(updates) == 1 and updates[0]["EndpointConfigName"] in str(info.value)
+
+
+@pytest.mark.timeout(60)
+def test_update_rollback_failed_fails_at_once(state, aws_settings, fake_gguf, monkeypatch):
+    from semif_lib.aws.clients import AwsSetupError
+
+    _script_endpoint_update(aws_settings, ["Updating", "UpdateRollbackFailed"], "rollback could not restore capacity")
+    redeploy = _deploy_then_change_env(aws_settings, state, fake_gguf, monkeypatch)
+    with pytest.raises(AwsSetupError, match="is UpdateRollbackFailed: rollback could not restore capacity"):
+        redeploy()

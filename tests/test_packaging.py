@@ -89,7 +89,8 @@ def test_package_model_step_records_the_uri(state, aws_settings, fake_gguf):
     from semif_lib.workshop import package_model
 
     info = package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
-    assert info["uploaded"] and info["model_data_url"].startswith("s3://semif-workshop-123456789012-us-east-1/")
+    # the bucket name contains "sagemaker" (Studio's default role may use only such buckets), the key the run id
+    assert info["uploaded"] and info["model_data_url"].startswith("s3://semif-sagemaker-123456789012-us-east-1/semif-workshop/t3st01/")
     assert state.get("model_data_url") == info["model_data_url"]
     again = package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
     assert not again["uploaded"]

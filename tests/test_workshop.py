@@ -220,3 +220,61 @@ def test_cli_status_and_cleanup(tmp_path, monkeypatch, capsys):
     assert main(["workshop", "cleanup", "--target", "local"]) == 0
     assert "already gone local_process decision-server" in capsys.readouterr().out
     assert not (tmp_path / "state.json").exists()
+
+
+# ------------------------------------------------------------------ issue 14, item 1: Batch Transform follows the image variant
+def _variant_settings(aws_settings, variant: str):
+    return aws_settings.model_copy(update={"dlc_variant": variant, "arm_instance_type": "ml.m5.large",
+                                           "state_file": aws_settings.state_file.with_name(f"{variant}.json")})
+
+
+def test_batch_transform_refuses_the_arm64_image(aws, aws_settings, fake_gguf, tmp_path):
+    """No Graviton transform instance exists: say so before uploading anything, instead of an x86 job."""
+    from semif_lib import workshop
+    from semif_lib.aws.clients import AwsSetupError, make_client
+
+    settings = _variant_settings(aws_settings, "arm64")
+    st = workshop.load_state(settings)
+    workshop.package_model(fake_gguf, settings=settings, state=st, progress=False)
+    workshop.build_adapter_image(settings=settings, state=st, log=lambda _: None)
+    workshop.deploy_decision_model(settings=settings, state=st)
+    objects = len(st.find("s3_object"))
+    requests_file = tmp_path / "requests.jsonl"
+    requests_file.write_text('{"id": "a", "state": "x", "questions": {"q": {"type": "noul", "instructions": "y?"}}}\n')
+    with pytest.raises(AwsSetupError, match="Batch Transform cannot run the arm64 \\(Graviton\\) image"):
+        workshop.score_jsonlines(requests_file, settings=settings, state=st)
+    assert make_client("sagemaker", settings).list_transform_jobs()["TransformJobSummaries"] == []
+    assert len(st.find("s3_object")) == objects, "nothing uploaded"
+
+
+def test_batch_transform_runs_the_cuda_image_on_a_gpu(aws, aws_settings, fake_gguf, tmp_path):
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.dlc import GPU_TRANSFORM_AMI
+
+    settings = _variant_settings(aws_settings, "cuda")
+    from semif_lib.workshop import load_state
+
+    job = _run_every_aws_step(settings, load_state(settings), fake_gguf, tmp_path)
+    desc = make_client("sagemaker", settings).describe_transform_job(TransformJobName=job)
+    assert desc["TransformResources"]["InstanceType"] == "ml.g4dn.xlarge"  # moto's list; the real default is ml.g6.xlarge
+    assert desc["TransformResources"]["TransformAmiVersion"] == GPU_TRANSFORM_AMI == "al2-ami-sagemaker-batch-gpu-535"
+    assert desc["ModelClientConfig"] == {"InvocationsTimeoutInSeconds": 3600, "InvocationsMaxRetries": 1}
+    assert desc["MaxPayloadInMB"] == 6
+
+
+def test_the_real_transform_defaults_exist_in_botocore():
+    import botocore.session
+
+    from semif_lib.settings import Settings
+
+    enum = botocore.session.get_session().get_service_model("sagemaker").shape_for("TransformInstanceType").enum
+    assert Settings().transform_instance_type in enum and Settings().gpu_transform_instance_type in enum
+    assert not [t for t in enum if t.split(".")[1].endswith("g") or "gd." in t or "gn." in t], "no Graviton transform types"
+
+
+def test_cpu_batch_transform_sets_the_client_config(state, aws_settings, fake_gguf, tmp_path):
+    from semif_lib.aws.clients import make_client
+
+    job = _run_every_aws_step(aws_settings, state, fake_gguf, tmp_path)
+    desc = make_client("sagemaker", aws_settings).describe_transform_job(TransformJobName=job)
+    assert desc["ModelClientConfig"]["InvocationsTimeoutInSeconds"] == 3600 and "TransformAmiVersion" not in desc["TransformResources"]

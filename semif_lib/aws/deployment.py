@@ -5,7 +5,9 @@
 - `build_container_env(llama_settings)`: `SM_LLAMA_CPP_*` through the same translation the local
   twin uses (`llama_flags.build_sm_env`), checked against SageMaker's limits.
 - `deploy_endpoint(...)`: model -> endpoint config (with a startup health-check timeout) -> endpoint,
-  tagged and recorded in the workshop state; `wait_for_endpoint` shows progress.
+  through the SageMaker SDK's v3 resources (`sagemaker.core.resources.Model`, `EndpointConfig`,
+  `Endpoint`), tagged and recorded in the workshop state; `wait_for_endpoint` shows progress and
+  fails when an update rolls back.
 - `invoke_chat_endpoint`, `stream_chat_endpoint` (`invoke_endpoint_with_response_stream`, SSE parsed
   by `iter_sse_events`), `invoke_decision_endpoint`.
 """
@@ -15,11 +17,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..serving.llama_flags import build_sm_env
 from ..settings import Settings, load_settings
-from .clients import get_region, is_not_found, make_client, poll_status
+from .clients import (
+    ResourceFailedError,
+    get_region,
+    is_not_found,
+    make_client,
+    make_session,
+    poll_status,
+    retry_while_role_propagates,
+)
 from .dlc import GPU_INFERENCE_AMI, resolve_dlc_image_uri
 from .iamroles import resolve_execution_role
 from .state import WorkshopState, settings_and_state
@@ -28,9 +39,13 @@ __all__ = [
     "build_chat_request",
     "build_container_env",
     "default_text_settings",
+    "text_settings",
     "deploy_decision_endpoint",
     "deploy_endpoint",
     "deploy_text_endpoint",
+    "ensure_endpoint",
+    "ensure_endpoint_config",
+    "ensure_model",
     "encode_payload",
     "invoke_chat_endpoint",
     "invoke_decision_endpoint",
@@ -91,6 +106,80 @@ def _exists(call: Callable[[], Any]) -> Any | None:
         raise
 
 
+def _sdk(settings: Settings) -> dict[str, Any]:
+    """How a `sagemaker.core.resources` call reaches AWS: our session (region, endpoint) and region."""
+    return {"session": make_session(settings), "region": get_region(settings)}
+
+
+def _sdk_tags(state: WorkshopState) -> list[Any]:
+    from sagemaker.core.shapes import Tag
+
+    return [Tag(key=t["Key"], value=t["Value"]) for t in state.tags()]
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """What defines an endpoint's model and config; its hash names both, so a change makes new ones."""
+
+    image_uri: str
+    model_data_url: str
+    env: dict[str, str]
+    instance_type: str
+    instance_count: int
+    startup_timeout_s: int
+    gpu: bool
+
+    def digest(self) -> str:
+        gpu = [GPU_INFERENCE_AMI] if self.gpu else []  # a new GPU AMI makes a new config
+        return _content_hash(self.image_uri, self.model_data_url, self.env, self.instance_type, self.instance_count,
+                             self.startup_timeout_s, *gpu)
+
+
+def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
+    """SageMaker model `name` (sagemaker-core `Model`), created unless it exists; retried while a new role propagates."""
+    from sagemaker.core.resources import Model
+    from sagemaker.core.shapes import ContainerDefinition
+
+    if _exists(lambda: Model.get(model_name=name, **_sdk(settings))) is None:
+        role = resolve_execution_role(settings, state)
+        container = ContainerDefinition(image=spec.image_uri, model_data_url=spec.model_data_url, environment=spec.env)
+        retry_while_role_propagates(
+            lambda: Model.create(model_name=name, primary_container=container, execution_role_arn=role,
+                                 tags=_sdk_tags(state), **_sdk(settings)), f"model {name}")
+    state.record("sagemaker_model", name)
+    return name
+
+
+def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
+    """Endpoint config `name` (sagemaker-core `EndpointConfig`): one variant, startup health-check timeout,
+    and on a GPU the AL2023 inference AMI whose driver matches the DLC's CUDA 13."""
+    from sagemaker.core.resources import EndpointConfig
+    from sagemaker.core.shapes import ProductionVariant
+
+    if _exists(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
+        extra = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
+        variant = ProductionVariant(variant_name="AllTraffic", model_name=model_name, instance_type=spec.instance_type,
+                                    initial_instance_count=spec.instance_count, initial_variant_weight=1.0,
+                                    container_startup_health_check_timeout_in_seconds=spec.startup_timeout_s, **extra)
+        EndpointConfig.create(endpoint_config_name=name, production_variants=[variant], tags=_sdk_tags(state), **_sdk(settings))
+    state.record("sagemaker_endpoint_config", name)
+    return name
+
+
+def ensure_endpoint(name: str, config_name: str, settings: Settings, state: WorkshopState) -> str:
+    """Endpoint `name` (sagemaker-core `Endpoint`) on `config_name`: created, updated in place, or left alone."""
+    from sagemaker.core.resources import Endpoint
+
+    current = _exists(lambda: Endpoint.get(endpoint_name=name, **_sdk(settings)))
+    if current is None:
+        Endpoint.create(endpoint_name=name, endpoint_config_name=config_name, tags=_sdk_tags(state), **_sdk(settings))
+    elif current.endpoint_config_name != config_name:
+        current.endpoint_config_name = config_name
+        current.update()
+    state.record("sagemaker_endpoint", name, region=state.region)
+    return name
+
+
 def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
                     settings: Settings | None = None, state: WorkshopState | None = None,
                     instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
@@ -99,51 +188,47 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
 
     Model and config names carry a hash of what defines them, so a redeploy with another image,
     model or environment creates new ones and updates the endpoint in place; an unchanged
-    redeploy does nothing.
+    redeploy does nothing. The wait fails when an update rolls back (see `wait_for_endpoint`).
     """
     settings, state = settings_and_state(settings, state)
-    sm = make_client("sagemaker", settings)
-    env = validate_container_env(env)
-    gpu = settings.dlc_variant == "cuda"
     instance_type = instance_type or {"cuda": settings.gpu_instance_type, "arm64": settings.arm_instance_type}.get(
         settings.dlc_variant, settings.instance_type)
+    spec = EndpointSpec(image_uri, model_data_url, validate_container_env(env), instance_type, instance_count,
+                        settings.startup_timeout_s, settings.dlc_variant == "cuda")
     endpoint = state.name(purpose)
-    digest = _content_hash(image_uri, model_data_url, env, instance_type, instance_count, settings.startup_timeout_s)
-    model_name, config_name = f"{endpoint}-{digest}", f"{endpoint}-{digest}"
-    tags = state.tags()
-
-    if _exists(lambda: sm.describe_model(ModelName=model_name)) is None:
-        role = resolve_execution_role(settings, state)
-        sm.create_model(ModelName=model_name, ExecutionRoleArn=role, Tags=tags,
-                        PrimaryContainer={"Image": image_uri, "ModelDataUrl": model_data_url, "Environment": env})
-    state.record("sagemaker_model", model_name)
-
-    if _exists(lambda: sm.describe_endpoint_config(EndpointConfigName=config_name)) is None:
-        variant: dict[str, Any] = {"VariantName": "AllTraffic", "ModelName": model_name, "InstanceType": instance_type,
-                                   "InitialInstanceCount": instance_count, "InitialVariantWeight": 1.0,
-                                   "ContainerStartupHealthCheckTimeoutInSeconds": settings.startup_timeout_s}
-        if gpu:
-            variant["InferenceAmiVersion"] = GPU_INFERENCE_AMI
-        sm.create_endpoint_config(EndpointConfigName=config_name, ProductionVariants=[variant], Tags=tags)
-    state.record("sagemaker_endpoint_config", config_name)
-
-    current = _exists(lambda: sm.describe_endpoint(EndpointName=endpoint))
-    if current is None:
-        sm.create_endpoint(EndpointName=endpoint, EndpointConfigName=config_name, Tags=tags)
-    elif current.get("EndpointConfigName") != config_name:
-        sm.update_endpoint(EndpointName=endpoint, EndpointConfigName=config_name)
-    state.record("sagemaker_endpoint", endpoint, region=state.region)
+    name = f"{endpoint}-{spec.digest()}"
+    ensure_model(name, spec, settings, state)
+    ensure_endpoint_config(name, name, spec, settings, state)
+    ensure_endpoint(endpoint, name, settings, state)
     if wait:
-        wait_for_endpoint(endpoint, settings=settings, progress=progress)
+        wait_for_endpoint(endpoint, settings=settings, progress=progress, expected_config=name)
     return endpoint
 
 
-def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: float = 3600, poll_s: float = 15,
-                      progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Poll until InService (returns the description) or Failed (raises with the failure reason)."""
+ENDPOINT_FAILED = ("Failed", "OutOfService", "UpdateRollbackFailed")
+ENDPOINT_POLL_S = 15.0
+
+
+def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: float = 3600, poll_s: float | None = None,
+                      progress: bool = True, log: Callable[[str], None] = print, expected_config: str | None = None) -> dict[str, Any]:
+    """Poll until InService (returns the description); raise `ResourceFailedError` on Failed, OutOfService
+    or UpdateRollbackFailed, and when the endpoint is InService on another config than `expected_config`
+    (an update that rolled back ends InService on the old config)."""
     sm = make_client("sagemaker", settings or load_settings())
-    return poll_status(lambda: sm.describe_endpoint(EndpointName=name), "EndpointStatus", "InService",
-                       ("Failed", "OutOfService"), f"endpoint {name}", timeout_s, poll_s, log if progress else None)
+    desc = poll_status(lambda: sm.describe_endpoint(EndpointName=name), "EndpointStatus", "InService",
+                       ENDPOINT_FAILED, f"endpoint {name}", timeout_s, poll_s or ENDPOINT_POLL_S, log, progress)
+    if expected_config and desc.get("EndpointConfigName") != expected_config:
+        raise ResourceFailedError(
+            f"endpoint {name}: the update to {expected_config} rolled back; it still serves {desc.get('EndpointConfigName')} "
+            f"({desc.get('FailureReason') or 'no reason given'}). See its CloudWatch logs (/aws/sagemaker/Endpoints/{name})")
+    return desc
+
+
+def text_settings(variant: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The text endpoint's llama-server settings: the variant's defaults updated with `overrides`
+    (a notebook's own settings keep the GPU offload on cuda); a `None` value drops a default."""
+    merged = {**default_text_settings(variant), **dict(overrides or {})}
+    return {k: v for k, v in merged.items() if v is not None}
 
 
 def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState | None = None,
@@ -151,7 +236,7 @@ def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState 
     """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
     settings, state = settings_and_state(settings, state)
     image = resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
-    env = build_container_env(llama_settings if llama_settings is not None else default_text_settings(settings.dlc_variant))
+    env = build_container_env(text_settings(settings.dlc_variant, llama_settings))
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
     return deploy_endpoint("text", image, model_data, env, settings=settings, state=state, wait=wait)
 

@@ -1,35 +1,97 @@
 """The AWS llama.cpp Deep Learning Container: where its image lives in each region, and its names.
 
-A leaf of the AWS wing. The registry account differs in opt-in regions, and three modules need
-it: deployment (the endpoint's image), imagebuild (CodeBuild pulls the DLC as its base) and
-iamroles (the policies allow pulling from that account).
+A leaf of the AWS wing. The registry account differs by region, and three modules need it:
+deployment (the endpoint's image), imagebuild (CodeBuild pulls the DLC as its base) and iamroles
+(the policies allow pulling from that account). A region missing from the table is refused
+early, with its name, before anything is created.
 """
 
 from __future__ import annotations
 
 import re
 
-from .clients import partition_for
+from .clients import AwsSetupError, partition_for
 
-__all__ = ["DLC_ACCOUNTS", "DLC_IMAGES", "GPU_INFERENCE_AMI", "dlc_account", "dlc_registry", "resolve_dlc_image_uri"]
+__all__ = [
+    "DLC_ACCOUNTS",
+    "DLC_IMAGES",
+    "GPU_INFERENCE_AMI",
+    "GPU_TRANSFORM_AMI",
+    "DlcRegionError",
+    "dlc_account",
+    "dlc_registry",
+    "require_dlc_region",
+    "resolve_dlc_image_uri",
+]
 
-DEFAULT_DLC_ACCOUNT = "763104351884"
-# Regions whose Deep Learning Containers live in their own registry account (opt-in regions).
+# The DLC registry account of every region where the Deep Learning Containers are published.
+# Source: aws/deep-learning-containers, docs/reference/region_availability.md ("Deep Learning
+# Containers" table, 37 regions, read 2026-11). The SageMaker SDK's own table for this image,
+# sagemaker/core/image_uri_config/llama-cpp.json and llama-cpp-arm64.json in sagemaker-core 2.27,
+# names the same account for each of these regions (tests/test_dlc.py checks it when the SDK is
+# installed); it also lists GovCloud, ISO and EUSC regions that the DLC's table does not, which
+# are refused here.
 DLC_ACCOUNTS = {
+    "us-east-1": "763104351884", "us-east-2": "763104351884", "us-west-1": "763104351884", "us-west-2": "763104351884",
+    "ap-south-1": "763104351884", "ap-northeast-1": "763104351884", "ap-northeast-2": "763104351884",
+    "ap-southeast-1": "763104351884", "ap-southeast-2": "763104351884", "ca-central-1": "763104351884",
+    "eu-central-1": "763104351884", "eu-west-1": "763104351884", "eu-west-2": "763104351884", "eu-west-3": "763104351884",
+    "eu-north-1": "763104351884", "sa-east-1": "763104351884",
     "af-south-1": "626614931356",
+    "ap-east-1": "871362719292",
+    "ap-east-2": "975050140332",
+    "ap-south-2": "772153158452",
+    "ap-southeast-3": "907027046896",
+    "ap-southeast-4": "457447274322",
+    "ap-southeast-5": "550225433462",
+    "ap-southeast-6": "633930458069",
+    "ap-southeast-7": "590183813437",
+    "ap-northeast-3": "364406365360",
+    "ca-west-1": "204538143572",
     "eu-south-1": "692866216735",
+    "eu-south-2": "503227376785",
+    "eu-central-2": "380420809688",
+    "il-central-1": "780543022126",
+    "mx-central-1": "637423239942",
     "me-south-1": "217643126080",
+    "me-west-1": "124382933778",
+    "me-central-1": "914824155844",
+    "cn-north-1": "727897471807",  # China: partition aws-cn, registry domain amazonaws.com.cn
+    "cn-northwest-1": "727897471807",
 }
 DLC_IMAGES = {  # variant -> (repository, SageMaker tag)
     "cpu": ("llama-cpp", "server-sagemaker-cpu-v1"),
     "cuda": ("llama-cpp", "server-sagemaker-cuda-v1"),
     "arm64": ("llama-cpp-arm64", "server-sagemaker-cpu-v1"),
 }
-GPU_INFERENCE_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
+# The DLC's CUDA 13.0.2 runtime wants NVIDIA driver >= 580: the AL2023 GPU inference AMI ships
+# driver 580 / CUDA 13.0 natively (the AL2 gpu-3-1 AMI has 550 / CUDA 12.4).
+GPU_INFERENCE_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
+# Batch Transform has its own AMI list; the newest is driver 535 (no 580 batch AMI yet).
+GPU_TRANSFORM_AMI = "al2-ami-sagemaker-batch-gpu-535"
+REGION_PATTERN = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?|sc)?-[a-z]+-\d")
+
+
+class DlcRegionError(AwsSetupError, ValueError):
+    """The AWS llama.cpp DLC is not published in this region."""
+
+    error_type = "dlc_region"
+
+
+def require_dlc_region(region: str) -> str:
+    """`region` if the DLC is published there; else a `DlcRegionError` naming it and where to go instead."""
+    if not REGION_PATTERN.fullmatch(region or ""):
+        raise DlcRegionError(f"{region!r} is not an AWS region name")
+    if region not in DLC_ACCOUNTS:
+        raise DlcRegionError(
+            f"the AWS llama.cpp DLC is not published in region {region} (aws/deep-learning-containers "
+            "docs/reference/region_availability.md): set AWS_REGION or SEMIF_AWS_REGION to one of "
+            f"{', '.join(sorted(DLC_ACCOUNTS))}")
+    return region
 
 
 def dlc_account(region: str) -> str:
-    return DLC_ACCOUNTS.get(region, DEFAULT_DLC_ACCOUNT)
+    return DLC_ACCOUNTS[require_dlc_region(region)]
 
 
 def dlc_registry(region: str) -> str:
@@ -41,7 +103,5 @@ def resolve_dlc_image_uri(region: str, variant: str = "cpu") -> str:
     """The AWS llama.cpp DLC SageMaker image for `region` and `variant` (cpu, cuda, arm64)."""
     if variant not in DLC_IMAGES:
         raise ValueError(f"variant must be one of {sorted(DLC_IMAGES)}, not {variant!r}")
-    if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
-        raise ValueError(f"{region!r} is not an AWS region name")
     repository, tag = DLC_IMAGES[variant]
     return f"{dlc_registry(region)}/{repository}:{tag}"

@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..settings import Settings
-from .clients import get_account_id, get_region, make_client
-from .dlc import dlc_registry, resolve_dlc_image_uri
+from .clients import (
+    ResourceFailedError,
+    get_account_id,
+    get_region,
+    make_client,
+    retry_while_role_propagates,
+    sleep_with_bar,
+    status_bar,
+)
+from .dlc import dlc_registry, require_dlc_region, resolve_dlc_image_uri
 from .iamroles import ensure_role
 from .packaging import ensure_bucket
 from .state import WorkshopState, settings_and_state
@@ -103,9 +111,9 @@ def ensure_codebuild_project(name: str, source_location: str, repo_uri: str, rol
     }
     if cb.batch_get_projects(names=[name]).get("projects"):
         project.pop("tags")
-        cb.update_project(**project)
+        retry_while_role_propagates(lambda: cb.update_project(**project), f"CodeBuild project {name}")
     else:
-        cb.create_project(**project)
+        retry_while_role_propagates(lambda: cb.create_project(**project), f"CodeBuild project {name}")
     state.record("codebuild_project", name)
     return name
 
@@ -117,25 +125,37 @@ def start_image_build(project: str, image_tag: str, source_location: str, settin
     return build["build"]["id"]
 
 
+# CodeBuild's phases in order (batch_get_builds `currentPhase`): the progress bar counts through them.
+BUILD_PHASES = ("SUBMITTED", "QUEUED", "PROVISIONING", "DOWNLOAD_SOURCE", "INSTALL", "PRE_BUILD", "BUILD", "POST_BUILD",
+                "UPLOAD_ARTIFACTS", "FINALIZING", "COMPLETED")
+
+
 def wait_for_build(build_id: str, settings: Settings, timeout_s: float = 3600, poll_s: float = 10,
-                   log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Report each phase change of a build until it finishes; raise unless it SUCCEEDED."""
+                   log: Callable[[str], None] = print, progress: bool = True) -> dict[str, Any]:
+    """Report each phase change of a build until it finishes (a `tqdm.auto` bar counts the phases, with
+    the elapsed time); raise unless it SUCCEEDED."""
     cb = make_client("codebuild", settings)
     start = time.monotonic()
     seen: tuple[str, str] | None = None
-    while True:
-        build = cb.batch_get_builds(ids=[build_id])["builds"][0]
-        now = (build.get("currentPhase", ""), build.get("buildStatus", ""))
-        if now != seen:
-            log(f"[{time.monotonic() - start:6.0f} s] build {build_id.split(':')[-1][:8]}: phase {now[0]}, status {now[1]}")
-            seen = now
-        if build.get("buildComplete") or now[1] not in ("IN_PROGRESS", ""):
-            if now[1] != "SUCCEEDED":
-                raise RuntimeError(describe_build_failure(build))
-            return build
-        if time.monotonic() - start > timeout_s:
-            raise TimeoutError(f"CodeBuild {build_id} still {now} after {timeout_s:.0f} s")
-        time.sleep(poll_s)
+    bar = status_bar(f"CodeBuild {build_id.split(':')[-1][:8]}", enabled=progress, total=len(BUILD_PHASES))
+    try:
+        while True:
+            build = cb.batch_get_builds(ids=[build_id])["builds"][0]
+            now = (build.get("currentPhase", ""), build.get("buildStatus", ""))
+            if now != seen:
+                log(f"[{time.monotonic() - start:6.0f} s] build {build_id.split(':')[-1][:8]}: phase {now[0]}, status {now[1]}")
+                bar.set_description_str(f"CodeBuild {build_id.split(':')[-1][:8]}: {now[0] or 'starting'}")
+                bar.update(BUILD_PHASES.index(now[0]) + 1 - bar.n if now[0] in BUILD_PHASES else 0)
+                seen = now
+            if build.get("buildComplete") or now[1] not in ("IN_PROGRESS", ""):
+                if now[1] != "SUCCEEDED":
+                    raise ResourceFailedError(describe_build_failure(build))
+                return build
+            if time.monotonic() - start > timeout_s:
+                raise TimeoutError(f"CodeBuild {build_id} still {now} after {timeout_s:.0f} s")
+            sleep_with_bar(bar, poll_s)
+    finally:
+        bar.close()
 
 
 def describe_build_failure(build: dict[str, Any]) -> str:
@@ -156,13 +176,14 @@ def _image_exists(repository: str, tag: str, settings: Settings) -> bool:
 
 
 def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
-                        log: Callable[[str], None] = print) -> str:
+                        log: Callable[[str], None] = print, progress: bool = True) -> str:
     """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>:<tag>`.
 
     The tag is `<variant>-<sha12 of the source zip>`: an image already pushed for this source is
     returned without a build.
     """
     settings, state = settings_and_state(settings, state)
+    require_dlc_region(get_region(settings))  # before anything is created
     data, sha = build_source_zip()
     tag = f"{settings.dlc_variant}-{sha[:12]}"
     repo_name = state.name("adapter")
@@ -172,7 +193,7 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
         log(f"{image_uri} already built from this source: no build needed")
         return image_uri
     bucket = ensure_bucket(settings, state)
-    key = f"{settings.s3_prefix}/build/adapter-{sha[:12]}.zip"
+    key = f"{state.prefix(settings)}/build/adapter-{sha[:12]}.zip"
     s3 = make_client("s3", settings)
     s3.put_object(Bucket=bucket, Key=key, Body=data, ServerSideEncryption="AES256", Metadata={"source-sha256": sha})
     state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
@@ -185,5 +206,5 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     state.set("image_build_id", build_id)
     log(f"started CodeBuild {build_id}")
     if wait:
-        wait_for_build(build_id, settings, log=log)
+        wait_for_build(build_id, settings, log=log, progress=progress)
     return image_uri

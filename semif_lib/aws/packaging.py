@@ -12,11 +12,11 @@ import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..modelfile import find_model_path, hash_file
 from ..settings import Settings, load_settings
-from .clients import get_account_id, get_region, is_not_found, make_client
+from .clients import AwsSetupError, error_code, get_account_id, get_region, is_not_found, make_client
 from .state import WorkshopState, settings_and_state
 
 __all__ = ["ModelPackage", "UploadResult", "build_model_tarball", "ensure_bucket", "upload_model"]
@@ -82,35 +82,74 @@ def list_tarball(tarball: Path | str) -> list[str]:
 
 
 def default_bucket(settings: Settings) -> str:
-    return settings.s3_bucket or f"semif-workshop-{get_account_id(settings)}-{get_region(settings)}"
+    """`SEMIF_S3_BUCKET`, else `semif-sagemaker-<account>-<region>`.
+
+    The name contains `sagemaker` because SageMaker Studio's default execution role
+    (AmazonSageMakerFullAccess) may read and write objects only in buckets named `*sagemaker*`:
+    with any other name notebook 01 cannot upload and the endpoint cannot read its model.
+    """
+    return settings.s3_bucket or f"semif-sagemaker-{get_account_id(settings)}-{get_region(settings)}"
 
 
-def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None = None) -> str:
+def _bucket_region(s3: Any, bucket: str) -> str | None:
+    """The region a bucket lives in, or None if it does not exist (GetBucketLocation: allowed to Studio's default role)."""
+    try:
+        location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+    except Exception as exc:  # noqa: BLE001 - botocore ClientError, imported lazily
+        if is_not_found(exc):
+            return None
+        raise
+    return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, location)
+
+
+def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None = None,
+                  log: Callable[[str], None] = print) -> str:
     """The workshop bucket: created if missing, with public access blocked, SSE-S3 by default and tags.
 
-    A bucket named by `SEMIF_S3_BUCKET` that already exists is used as is (and never deleted by cleanup).
+    Only a bucket this run created is recorded (and so may be deleted by its cleanup, once empty);
+    a bucket that already exists, another run's or one named by `SEMIF_S3_BUCKET`, is used as is.
     """
     settings, state = settings_and_state(settings, state)
     s3 = make_client("s3", settings)
     bucket = default_bucket(settings)
-    try:
-        s3.head_bucket(Bucket=bucket)
-        return bucket
-    except Exception as exc:  # noqa: BLE001 - botocore ClientError, imported lazily
-        if not (is_not_found(exc) or getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchBucket")):
-            raise
     region = get_region(settings)
+    existing = _bucket_region(s3, bucket)
+    if existing is not None:
+        if existing != region:
+            raise AwsSetupError(f"bucket {bucket} is in {existing}, the workshop runs in {region}: SageMaker reads model data "
+                                "only from its own region; set SEMIF_S3_BUCKET to a bucket in this region, or unset it")
+        return bucket
     kwargs: dict[str, Any] = {"Bucket": bucket}
     if region != "us-east-1":
         kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
-    s3.create_bucket(**kwargs)
+    try:
+        s3.create_bucket(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - another attendee's run created it a moment ago
+        if error_code(exc) != "BucketAlreadyOwnedByYou":
+            raise
+        return bucket
     state.record("s3_bucket", bucket, region=region)
-    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
-        "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True})
-    s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
-        "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}, "BucketKeyEnabled": True}]})
-    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": state.tags()})
+    _harden_bucket(s3, bucket, state, log)
     return bucket
+
+
+def _harden_bucket(s3: Any, bucket: str, state: WorkshopState, log: Callable[[str], None]) -> None:
+    """Block public access, encrypt with SSE-S3, tag. S3 already does the first two for every new bucket
+    (since 2023); an identity without the Put* permissions (Studio's default role) keeps those defaults."""
+    calls = {
+        "public access block": lambda: s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True}),
+        "default encryption": lambda: s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}, "BucketKeyEnabled": True}]}),
+        "tags": lambda: s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": state.tags()}),
+    }
+    for what, call in calls.items():
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001
+            if error_code(exc) not in ("AccessDenied", "AccessDeniedException"):
+                raise
+            log(f"s3://{bucket}: no permission to set its {what}; S3's defaults for new buckets stay in place")
 
 
 def _progress_callback(total: int, desc: str, enabled: bool) -> tuple[Any, Any]:
@@ -121,16 +160,16 @@ def _progress_callback(total: int, desc: str, enabled: bool) -> tuple[Any, Any]:
 
 
 def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata: dict[str, str] | None = None,
-                progress: bool = True, tags: list[dict[str, str]] | None = None) -> None:
-    """Upload with SSE-S3, multipart above 64 MiB (boto3 TransferConfig) and a tqdm progress bar."""
-    from urllib.parse import urlencode
+                progress: bool = True) -> None:
+    """Upload with SSE-S3, multipart above 64 MiB (boto3 TransferConfig) and a tqdm progress bar.
 
+    Objects carry no tags (that would need s3:PutObjectTagging, which Studio's default role lacks):
+    the run id is in every key (`run_prefix`) and the run records every object it writes.
+    """
     from boto3.s3.transfer import TransferConfig
     s3 = make_client("s3", settings)
     config = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD, multipart_chunksize=MULTIPART_CHUNK, max_concurrency=8)
     extra: dict[str, Any] = {"ServerSideEncryption": "AES256", "Metadata": metadata or {}}
-    if tags:
-        extra["Tagging"] = urlencode({t["Key"]: t["Value"] for t in tags})
     bar, callback = _progress_callback(path.stat().st_size, f"s3://{bucket}/{key}", progress)
     try:
         s3.upload_file(str(path), bucket, key, ExtraArgs=extra, Config=config, Callback=callback)
@@ -140,13 +179,13 @@ def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata:
 
 def upload_model(package: ModelPackage, bucket: str | None = None, key: str | None = None,
                  settings: Settings | None = None, state: WorkshopState | None = None, progress: bool = True) -> UploadResult:
-    """Upload `model.tar.gz` to `s3://bucket/<prefix>/models/<sha12>/model.tar.gz`, idempotently.
+    """Upload `model.tar.gz` to `s3://bucket/<prefix>/<run id>/models/<sha12>/model.tar.gz`, idempotently.
 
     When the object is already there with the same GGUF sha256 in its metadata, nothing is sent.
     """
     settings, state = settings_and_state(settings, state)
     bucket = bucket or ensure_bucket(settings, state)
-    key = key or f"{settings.s3_prefix}/models/{package.sha256[:12]}/model.tar.gz"
+    key = key or f"{state.prefix(settings)}/models/{package.sha256[:12]}/model.tar.gz"
     s3 = make_client("s3", settings)
     try:
         head = s3.head_object(Bucket=bucket, Key=key)
@@ -156,7 +195,7 @@ def upload_model(package: ModelPackage, bucket: str | None = None, key: str | No
     except Exception as exc:  # noqa: BLE001 - ClientError 404 means: upload it
         if not is_not_found(exc):
             raise
-    upload_file(package.tarball, bucket, key, settings, progress=progress, tags=state.tags(),
+    upload_file(package.tarball, bucket, key, settings, progress=progress,
                 metadata={SHA_METADATA_KEY: package.sha256, "gguf-name": package.gguf_name})
     state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
     return UploadResult(uri=f"s3://{bucket}/{key}", bucket=bucket, key=key, skipped=False)

@@ -2,7 +2,10 @@
 
 Batch Transform splits the input file by line (`SplitType=Line`) and packs several lines into
 one POST (`BatchStrategy=MultiRecord`, `application/jsonlines`); the adapter answers JSON Lines
-with one response per line, which `AssembleWith=Line` joins into `<input name>.out`.
+with one response per line, which `AssembleWith=Line` joins into `<input name>.out`. The job runs
+on the image variant's hardware: x86 CPU, or a GPU instance with the GPU batch AMI for cuda; arm64
+is refused (Batch Transform has no Graviton instances). `ModelClientConfig` gives each mini-batch
+an hour, not the default 600 s.
 """
 
 from __future__ import annotations
@@ -12,26 +15,52 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..settings import Settings, load_settings
-from .clients import make_client, poll_status
+from .clients import AwsSetupError, make_client, poll_status, retry_while_role_propagates
+from .dlc import GPU_TRANSFORM_AMI
 from .packaging import ensure_bucket, upload_file
 from .state import WorkshopState, settings_and_state
 
-__all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "wait_for_transform"]
+__all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "transform_resources", "wait_for_transform"]
 
 JSONLINES = "application/jsonlines"
+MAX_PAYLOAD_MB = 6  # one mini-batch per POST, SageMaker's real-time payload limit (the adapter's body limit)
+INVOCATION_TIMEOUT_S = 3600  # ModelClientConfig: a 6 MB mini-batch on a bigger model outlasts the default 600 s
+INVOCATION_RETRIES = 1
+
+
+def transform_resources(settings: Settings, instance_type: str | None = None, instance_count: int = 1) -> dict[str, Any]:
+    """`TransformResources` for the image variant: x86 CPU, or a GPU instance with the GPU batch AMI on cuda.
+
+    arm64 is refused: Batch Transform has no Graviton instance types, so the arm64 image cannot run.
+    """
+    if settings.dlc_variant == "arm64":
+        raise AwsSetupError(
+            "Batch Transform cannot run the arm64 (Graviton) image: SageMaker offers no Graviton transform instance. "
+            "Score the file through the real-time endpoint (workshop.invoke_decision per line), or build and deploy "
+            "with SEMIF_DLC_VARIANT=cpu (or cuda) for Batch Transform.")
+    resources: dict[str, Any] = {"InstanceCount": instance_count}
+    if settings.dlc_variant == "cuda":
+        resources.update(InstanceType=instance_type or settings.gpu_transform_instance_type, TransformAmiVersion=GPU_TRANSFORM_AMI)
+    else:
+        resources["InstanceType"] = instance_type or settings.transform_instance_type
+    return resources
 
 
 def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str, *, settings: Settings | None = None,
                            state: WorkshopState | None = None, job_name: str | None = None, instance_type: str | None = None,
-                           instance_count: int = 1, max_payload_mb: int = 6, max_concurrent: int = 1) -> str:
+                           instance_count: int = 1, max_payload_mb: int = MAX_PAYLOAD_MB, max_concurrent: int = 1,
+                           invocation_timeout_s: int = INVOCATION_TIMEOUT_S) -> str:
     """Start a transform job over a JSON Lines object (or prefix) in S3; returns the job name."""
     settings, state = settings_and_state(settings, state)
+    resources = transform_resources(settings, instance_type, instance_count)
     job_name = job_name or f"{state.name('batch')}-{time.strftime('%m%d%H%M%S')}"
-    make_client("sagemaker", settings).create_transform_job(
+    sm = make_client("sagemaker", settings)
+    retry_while_role_propagates(lambda: sm.create_transform_job(
         TransformJobName=job_name,
         ModelName=model_name,
         MaxConcurrentTransforms=max_concurrent,
         MaxPayloadInMB=max_payload_mb,
+        ModelClientConfig={"InvocationsTimeoutInSeconds": invocation_timeout_s, "InvocationsMaxRetries": INVOCATION_RETRIES},
         BatchStrategy="MultiRecord",
         TransformInput={
             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": input_s3_uri}},
@@ -40,18 +69,19 @@ def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: st
             "CompressionType": "None",
         },
         TransformOutput={"S3OutputPath": output_s3_uri, "Accept": JSONLINES, "AssembleWith": "Line"},
-        TransformResources={"InstanceType": instance_type or settings.transform_instance_type, "InstanceCount": instance_count},
+        TransformResources=resources,
         Tags=state.tags(),
-    )
+    ), f"transform job {job_name}")
     state.record("transform_job", job_name)
     return job_name
 
 
 def wait_for_transform(job_name: str, settings: Settings | None = None, timeout_s: float = 7200, poll_s: float = 30,
-                       log: Callable[[str], None] = print) -> dict[str, Any]:
+                       log: Callable[[str], None] = print, progress: bool = True) -> dict[str, Any]:
+    """Poll until Completed, with a `tqdm.auto` bar of the status and elapsed time; Failed or Stopped raise."""
     sm = make_client("sagemaker", settings or load_settings())
     return poll_status(lambda: sm.describe_transform_job(TransformJobName=job_name), "TransformJobStatus", "Completed",
-                       ("Failed", "Stopped"), f"transform job {job_name}", timeout_s, poll_s, log)
+                       ("Failed", "Stopped"), f"transform job {job_name}", timeout_s, poll_s, log, progress)
 
 
 def _decision_model_name(state: WorkshopState) -> str:
@@ -63,22 +93,26 @@ def _decision_model_name(state: WorkshopState) -> str:
 
 
 def run_batch_transform(path: Path, settings: Settings | None = None, state: WorkshopState | None = None,
-                        wait: bool = True) -> str:
+                        wait: bool = True, progress: bool = True) -> str:
     """Upload a local JSON Lines file and score it with the decision model; returns the output URI (or job name)."""
     settings, state = settings_and_state(settings, state)
+    transform_resources(settings)  # refuse arm64 before anything is uploaded
     bucket = ensure_bucket(settings, state)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    key = f"{settings.s3_prefix}/batch/input/{stamp}/{path.name}"
-    upload_file(path, bucket, key, settings, progress=False, tags=state.tags())
+    prefix = state.prefix(settings)
+    key = f"{prefix}/batch/input/{stamp}/{path.name}"
+    upload_file(path, bucket, key, settings, progress=False)
     state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
-    output = f"s3://{bucket}/{settings.s3_prefix}/batch/output/{stamp}/"
+    output = f"s3://{bucket}/{prefix}/batch/output/{stamp}/"
+    out_key = f"{prefix}/batch/output/{stamp}/{path.name}.out"
+    # recorded before the job writes it, so cleanup removes it even if this kernel stops waiting
+    state.record("s3_object", f"s3://{bucket}/{out_key}", bucket=bucket, key=out_key)
     job = create_batch_transform(_decision_model_name(state), f"s3://{bucket}/{key}", output, settings=settings, state=state)
-    state.set("batch_output", f"{output}{path.name}.out")
+    state.set("batch_output", f"s3://{bucket}/{out_key}")
     if not wait:
         return job
-    wait_for_transform(job, settings)
-    state.record("s3_object", f"{output}{path.name}.out", bucket=bucket, key=f"{settings.s3_prefix}/batch/output/{stamp}/{path.name}.out")
-    return f"{output}{path.name}.out"
+    wait_for_transform(job, settings, progress=progress)
+    return f"s3://{bucket}/{out_key}"
 
 
 def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instances: int = 1, max_instances: int = 2,

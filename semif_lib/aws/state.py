@@ -19,7 +19,7 @@ from typing import Any
 from ..settings import Settings, load_settings
 from .clients import get_region, tag_list
 
-__all__ = ["WorkshopState", "load_state", "new_run_id", "resource_name", "settings_and_state"]
+__all__ = ["WorkshopState", "load_state", "new_run_id", "resource_name", "run_prefix", "settings_and_state"]
 
 
 def _now() -> str:
@@ -38,6 +38,12 @@ def resource_name(run_id: str, purpose: str) -> str:
     if len(name) > 63:
         raise ValueError(f"resource name {name!r} is longer than 63 characters")
     return name
+
+
+def run_prefix(settings: Settings, run_id: str) -> str:
+    """`<SEMIF_S3_PREFIX>/<run id>`: every S3 object a run writes lives under it, so runs that share an
+    account's bucket never touch each other's objects, and a run's IAM roles may read only its own."""
+    return f"{settings.s3_prefix.strip('/')}/{run_id}"
 
 
 @dataclass
@@ -122,6 +128,10 @@ class WorkshopState:
 
     def tags(self) -> list[dict[str, str]]:
         return tag_list(self.run_id)
+
+    def prefix(self, settings: Settings) -> str:
+        """This run's S3 key prefix (`run_prefix`)."""
+        return run_prefix(settings, self.run_id)
 
 
 def load_state(settings: Settings | None = None) -> WorkshopState:

@@ -1,7 +1,9 @@
 """How each kind of recorded resource is deleted (used by `workshop.cleanup`, newest first).
 
 Each deleter returns True when it removed something and False when the resource was already
-gone; anything else raises, and cleanup reports it and keeps the record for a retry.
+gone; `KeptResource` means it stays on purpose (a bucket other runs still use); anything else
+raises, and cleanup reports it and keeps the record for a retry. Deletes are plain boto3 calls
+(the SageMaker SDK's `delete()` only wraps them), made in the region the state file records.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from typing import Any, Callable
 
 from ..processes import stop_process
 from ..settings import Settings
-from .clients import is_not_found, make_client
+from .clients import DENIED_CODES, error_code, is_not_found, make_client
 
-__all__ = ["DELETERS", "delete_resource"]
+__all__ = ["DELETERS", "KeptResource", "delete_resource"]
 
 
 def _gone(call: Callable[[], Any]) -> bool:
@@ -29,6 +31,16 @@ def _gone(call: Callable[[], Any]) -> bool:
 
 def _client(service: str, settings: Settings) -> Any:
     return make_client(service, settings)
+
+
+def _delete_log_group(name: str, settings: Settings) -> None:
+    """Best effort: a log group costs next to nothing, and Studio's default role may not delete one
+    (AmazonSageMakerFullAccess has no logs:DeleteLogGroup); the resource it belonged to is gone either way."""
+    try:
+        _gone(lambda: _client("logs", settings).delete_log_group(logGroupName=name))
+    except Exception as exc:  # noqa: BLE001
+        if error_code(exc) not in DENIED_CODES:
+            raise
 
 
 def delete_scaling_target(entry: dict[str, Any], settings: Settings) -> bool:
@@ -50,7 +62,7 @@ def delete_endpoint(entry: dict[str, Any], settings: Settings) -> bool:
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline and _gone(lambda: sm.describe_endpoint(EndpointName=entry["name"])):
             time.sleep(0.2 if settings.aws_endpoint_url else 10)
-    _gone(lambda: _client("logs", settings).delete_log_group(logGroupName=f"/aws/sagemaker/Endpoints/{entry['name']}"))
+    _delete_log_group(f"/aws/sagemaker/Endpoints/{entry['name']}", settings)
     return removed
 
 
@@ -73,7 +85,7 @@ def delete_codebuild_project(entry: dict[str, Any], settings: Settings) -> bool:
     existed = bool(cb.batch_get_projects(names=[entry["name"]]).get("projects"))
     if existed:
         cb.delete_project(name=entry["name"])
-    _gone(lambda: _client("logs", settings).delete_log_group(logGroupName=f"/aws/codebuild/{entry['name']}"))
+    _delete_log_group(f"/aws/codebuild/{entry['name']}", settings)
     return existed
 
 
@@ -94,21 +106,38 @@ def delete_iam_role(entry: dict[str, Any], settings: Settings) -> bool:
     return True
 
 
+class KeptResource(Exception):
+    """A recorded resource that cleanup leaves in place on purpose (the message says why)."""
+
+
 def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
-    """Empty the bucket (every version) and delete it; only buckets this run created are recorded."""
+    """Delete the bucket this run created, but only once it is empty.
+
+    Runs in one account and region share the bucket: this run's own objects were recorded and
+    deleted before it (newest first). Anything still in it belongs to another run, so the bucket
+    stays (`KeptResource`), and so does every object in it.
+    """
     s3 = _client("s3", settings)
     bucket = entry["name"]
     try:
-        pages = list(s3.get_paginator("list_object_versions").paginate(Bucket=bucket))
+        listing = s3.list_objects_v2(Bucket=bucket, MaxKeys=1)
     except Exception as exc:  # noqa: BLE001
         if is_not_found(exc):
             return False
         raise
-    for page in pages:
-        objects = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
-        for i in range(0, len(objects), 1000):
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": objects[i:i + 1000], "Quiet": True})
-    s3.delete_bucket(Bucket=bucket)
+    if listing.get("KeyCount") or listing.get("Contents"):
+        raise KeptResource(f"kept: it holds other runs' objects (first: {listing['Contents'][0]['Key']})")
+    try:
+        s3.delete_bucket(Bucket=bucket)
+    except Exception as exc:  # noqa: BLE001
+        if is_not_found(exc):
+            return False
+        if error_code(exc) == "BucketNotEmpty":  # object versions or a write that just arrived
+            raise KeptResource("kept: not empty (object versions, or another run's upload)") from None
+        if error_code(exc) in DENIED_CODES:  # Studio's default role may not delete buckets
+            raise KeptResource("kept, empty: no s3:DeleteBucket permission (delete it in the S3 console, "
+                               "or attach container/iam/workshop-caller-policy.json)") from None
+        raise
     return True
 
 

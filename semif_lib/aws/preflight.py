@@ -1,0 +1,278 @@
+"""Which AWS actions the workshop needs, and whether the calling identity has them, before anything is created.
+
+`NEEDS` is the table: one row per (step, IAM action) with the resource it acts on, for this run.
+`container/iam/workshop-caller-policy.json` grants exactly these (`caller_policy(settings)` fills
+it in); SageMaker Studio's default execution role (AmazonSageMakerFullAccess) lacks CodeBuild,
+`iam:CreateRole` and `iam:PassRole` to CodeBuild, among others.
+
+`check_permissions(settings, state)` answers, per row, in one of two ways:
+
+- **IAM policy simulation** (`iam:SimulatePrincipalPolicy` on the caller's own role or user),
+  where the caller may run it: every row gets allowed or denied, conditions included.
+- **dry calls** otherwise: a read-only call per row that has one (describing a resource this run
+  has not created yet answers "not found" when allowed and "access denied" when not). Rows with no
+  side-effect-free call (the creates, `iam:PassRole`) are reported as not checked.
+
+No call here creates, changes or deletes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..settings import Settings
+from .clients import (
+    CREDENTIAL_ERRORS,
+    DENIED_CODES,
+    AwsPermissionError,
+    error_code,
+    get_account_id,
+    get_region,
+    is_not_found,
+    load_policy,
+    make_client,
+    partition_for,
+)
+from .dlc import require_dlc_region
+from .packaging import default_bucket
+from .state import WorkshopState
+
+__all__ = ["CALLER_POLICY", "NEEDS", "Need", "PermissionCheck", "caller_policy", "check_permissions", "iam_action_for"]
+
+CALLER_POLICY = "workshop-caller-policy"
+
+
+@dataclass(frozen=True)
+class Need:
+    step: str
+    action: str
+    resource: str  # a template: {partition} {region} {account} {bucket} {prefix} {run}
+    context: tuple[tuple[str, str], ...] = ()  # condition keys the simulation must see (iam:PassedToService)
+
+
+_SM = "arn:{partition}:sagemaker:{region}:{account}"
+_ROLE = "arn:{partition}:iam::{account}:role"
+_OBJECT = "arn:{partition}:s3:::{bucket}/{prefix}/{run}/models/model.tar.gz"
+_BUCKET = "arn:{partition}:s3:::{bucket}"
+_REPO = "arn:{partition}:ecr:{region}:{account}:repository/semif-adapter-{run}"
+_PROJECT = "arn:{partition}:codebuild:{region}:{account}:project/semif-adapter-build-{run}"
+_SLR = ("arn:{partition}:iam::{account}:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
+        "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
+_ALARM = "arn:{partition}:cloudwatch:{region}:{account}:alarm:TargetTracking-endpoint/semif-decision-{run}/variant/AllTraffic-AlarmHigh"
+
+
+def _rows(step: str, resource: str, *actions: str, context: tuple[tuple[str, str], ...] = ()) -> list[Need]:
+    return [Need(step, action, resource, context) for action in actions]
+
+
+NEEDS: list[Need] = [
+    *_rows("01 package", _BUCKET, "s3:GetBucketLocation", "s3:CreateBucket", "s3:PutBucketPublicAccessBlock",
+           "s3:PutEncryptionConfiguration", "s3:PutBucketTagging"),
+    *_rows("01 package", _OBJECT, "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"),
+    *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:GetRole", "iam:CreateRole", "iam:TagRole", "iam:PutRolePolicy"),
+    *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:PassRole", context=(("iam:PassedToService", "sagemaker.amazonaws.com"),)),
+    *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DescribeModel", "sagemaker:CreateModel", "sagemaker:AddTags"),
+    *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DescribeEndpointConfig",
+           "sagemaker:CreateEndpointConfig"),
+    *_rows("02 text endpoint", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DescribeEndpoint", "sagemaker:CreateEndpoint",
+           "sagemaker:UpdateEndpoint", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"),
+    *_rows("03 image build", _REPO, "ecr:DescribeRepositories", "ecr:CreateRepository", "ecr:TagResource", "ecr:DescribeImages"),
+    *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:GetRole", "iam:CreateRole", "iam:PutRolePolicy"),
+    *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:PassRole", context=(("iam:PassedToService", "codebuild.amazonaws.com"),)),
+    *_rows("03 image build", _PROJECT, "codebuild:BatchGetProjects", "codebuild:CreateProject", "codebuild:UpdateProject",
+           "codebuild:StartBuild", "codebuild:BatchGetBuilds"),
+    *_rows("04 batch + autoscaling", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:CreateTransformJob",
+           "sagemaker:DescribeTransformJob"),
+    *_rows("04 batch + autoscaling", f"{_SM}:endpoint/semif-decision-{{run}}", "sagemaker:UpdateEndpointWeightsAndCapacities"),
+    *_rows("04 batch + autoscaling", "*", "application-autoscaling:RegisterScalableTarget", "application-autoscaling:PutScalingPolicy",
+           "application-autoscaling:DescribeScalableTargets", "application-autoscaling:DescribeScalingPolicies"),
+    *_rows("04 batch + autoscaling", _ALARM, "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms"),
+    *_rows("04 batch + autoscaling", _SLR, "iam:CreateServiceLinkedRole",
+           context=(("iam:AWSServiceName", "sagemaker.application-autoscaling.amazonaws.com"),)),
+    *_rows("99 cleanup", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DeleteEndpoint"),
+    *_rows("99 cleanup", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DeleteEndpointConfig"),
+    *_rows("99 cleanup", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DeleteModel"),
+    *_rows("99 cleanup", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:StopTransformJob"),
+    *_rows("99 cleanup", "*", "application-autoscaling:DeleteScalingPolicy", "application-autoscaling:DeregisterScalableTarget"),
+    *_rows("99 cleanup", _ALARM, "cloudwatch:DeleteAlarms"),
+    *_rows("99 cleanup", _PROJECT, "codebuild:DeleteProject"),
+    *_rows("99 cleanup", _REPO, "ecr:DeleteRepository"),
+    *_rows("99 cleanup", f"{_ROLE}/semif-codebuild-{{run}}", "iam:ListRolePolicies", "iam:DeleteRolePolicy",
+           "iam:ListAttachedRolePolicies", "iam:DetachRolePolicy", "iam:DeleteRole"),
+    *_rows("99 cleanup", "arn:{partition}:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/semif-text-{run}", "logs:DeleteLogGroup"),
+    *_rows("99 cleanup", _OBJECT, "s3:DeleteObject"),
+    *_rows("99 cleanup", _BUCKET, "s3:ListBucket", "s3:DeleteBucket"),
+]
+
+
+def _values(settings: Settings, state: WorkshopState) -> dict[str, str]:
+    region = get_region(settings)
+    return {"partition": partition_for(region)[0], "region": region, "account": get_account_id(settings),
+            "bucket": default_bucket(settings), "prefix": settings.s3_prefix.strip("/"), "run": state.run_id}
+
+
+def caller_policy(settings: Settings) -> dict[str, Any]:
+    """`container/iam/workshop-caller-policy.json` for this account, region and bucket: attach it to the
+    identity that runs the notebooks (in Studio: the domain's or user profile's execution role)."""
+    region = get_region(settings)
+    return load_policy(CALLER_POLICY, PARTITION=partition_for(region)[0], REGION=region, ACCOUNT=get_account_id(settings),
+                       BUCKET=default_bucket(settings), PREFIX=settings.s3_prefix.strip("/"))
+
+
+# ====================================================================== the check
+@dataclass
+class PermissionCheck:
+    """One row per needed action: `allowed` is True, False or None (not checked)."""
+
+    principal: str
+    method: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["allowed"] is False]
+
+    @property
+    def unchecked(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["allowed"] is None]
+
+    def summary(self) -> str:
+        ok = sum(r["allowed"] is True for r in self.rows)
+        line = (f"{self.principal} ({self.method}): {ok} of {len(self.rows)} needed actions allowed, "
+                f"{len(self.missing)} denied, {len(self.unchecked)} not checked")
+        if self.missing:
+            line += f". Attach container/iam/{CALLER_POLICY}.json (aws.preflight.caller_policy(settings)) before running the AWS steps"
+        return line
+
+    def require(self) -> None:
+        """Raise `AwsPermissionError` (the summary, one line) when a needed action is denied."""
+        if self.missing:
+            raise AwsPermissionError(self.summary())
+
+    def __str__(self) -> str:
+        mark = {True: "yes", False: "NO", None: "?"}
+        lines = [self.summary()] + [f"  {mark[r['allowed']]:>3}  {r['step']:<24} {r['action']:<48} {r['how']}" for r in self.rows]
+        return "\n".join(lines)
+
+
+def check_permissions(settings: Settings, state: WorkshopState) -> PermissionCheck:
+    """Which of `NEEDS` the caller has (policy simulation where allowed, else dry calls); creates nothing."""
+    require_dlc_region(get_region(settings))
+    values = _values(settings, state)
+    principal = caller_principal(settings)
+    rows = [{"step": n.step, "action": n.action, "resource": n.resource.format(**values), "allowed": None, "how": ""} for n in NEEDS]
+    decisions = simulate(settings, principal, rows)
+    if decisions is not None:
+        for row in rows:
+            row["allowed"], row["how"] = decisions[(row["action"], row["resource"])], "simulated"
+        return PermissionCheck(principal, "IAM policy simulation", rows)
+    probes = dry_calls(settings, state, values)
+    for row in rows:
+        probe = probes.get(row["action"])
+        row["allowed"], row["how"] = probe() if probe else (None, "not checked: no dry call, and no iam:SimulatePrincipalPolicy")
+    return PermissionCheck(principal, "dry calls", rows)
+
+
+def caller_principal(settings: Settings) -> str:
+    """The caller as an IAM principal ARN (`role/<path><name>` for an assumed role, when readable)."""
+    arn = make_client("sts", settings).get_caller_identity()["Arn"]
+    if ":assumed-role/" not in arn:
+        return arn
+    partition_account, rest = arn.split(":assumed-role/", 1)
+    name = rest.split("/")[0]
+    role_arn = partition_account.replace(":sts:", ":iam:") + f":role/{name}"
+    try:
+        return make_client("iam", settings).get_role(RoleName=name)["Role"]["Arn"]  # with its path
+    except Exception:  # noqa: BLE001 - no iam:GetRole: Studio's console-made roles live under service-role/
+        return role_arn.replace(":role/", ":role/service-role/") if "AmazonSageMaker-ExecutionRole" in name else role_arn
+
+
+def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]]) -> dict[tuple[str, str], bool] | None:
+    """`iam:SimulatePrincipalPolicy` for every row (grouped by resource and condition keys); None if not allowed."""
+    iam = make_client("iam", settings, max_attempts=2)  # a simulation that fails falls back to dry calls at once
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
+    for need, row in zip(NEEDS, rows):
+        groups.setdefault((row["resource"], need.context), []).append(row["action"])
+    decisions: dict[tuple[str, str], bool] = {}
+    try:
+        for (resource, keys), actions in groups.items():
+            entries = [{"ContextKeyName": k, "ContextKeyValues": [v], "ContextKeyType": "string"} for k, v in keys]
+            result = iam.simulate_principal_policy(PolicySourceArn=principal, ActionNames=sorted(set(actions)),
+                                                   ResourceArns=[resource], ContextEntries=entries)
+            for item in result["EvaluationResults"]:
+                decisions[(item["EvalActionName"], resource)] = item["EvalDecision"] == "allowed"
+    except Exception as exc:  # noqa: BLE001 - denied, unknown principal, not implemented (moto): use dry calls
+        if type(exc).__name__ in CREDENTIAL_ERRORS:
+            raise
+        return None
+    return decisions
+
+
+def _probe(call: Callable[[], Any]) -> Callable[[], tuple[bool | None, str]]:
+    """A dry call's verdict: denied on AccessDenied, allowed on success or "not found"."""
+    def run() -> tuple[bool | None, str]:
+        try:
+            call()
+            return True, "dry call"
+        except Exception as exc:  # noqa: BLE001
+            if error_code(exc) in DENIED_CODES or error_code(exc) == "403":
+                return False, "dry call: access denied"
+            if is_not_found(exc):
+                return True, "dry call (not found yet)"
+            return None, f"dry call failed: {error_code(exc) or type(exc).__name__}"
+    return run
+
+
+def dry_calls(settings: Settings, state: WorkshopState, values: dict[str, str]) -> dict[str, Callable[[], tuple[bool | None, str]]]:
+    """A side-effect-free call per action that has one; each describes something this run may not have made yet."""
+    s3, sm, ecr = make_client("s3", settings), make_client("sagemaker", settings), make_client("ecr", settings)
+    iam, cb = make_client("iam", settings), make_client("codebuild", settings)
+    aas, cw = make_client("application-autoscaling", settings), make_client("cloudwatch", settings)
+    run, bucket = values["run"], values["bucket"]
+    return {
+        "s3:GetBucketLocation": _probe(lambda: s3.get_bucket_location(Bucket=bucket)),
+        "s3:ListBucket": _probe(lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{values['prefix']}/{run}/", MaxKeys=1)),
+        "s3:GetObject": _probe(lambda: s3.head_object(Bucket=bucket, Key=f"{values['prefix']}/{run}/preflight-probe")),
+        "iam:GetRole": _probe(lambda: iam.get_role(RoleName=f"semif-sagemaker-{run}")),
+        "sagemaker:DescribeModel": _probe(lambda: sm.describe_model(ModelName=f"semif-text-{run}")),
+        "sagemaker:DescribeEndpointConfig": _probe(lambda: sm.describe_endpoint_config(EndpointConfigName=f"semif-text-{run}")),
+        "sagemaker:DescribeEndpoint": _probe(lambda: sm.describe_endpoint(EndpointName=f"semif-text-{run}")),
+        "sagemaker:DescribeTransformJob": _probe(lambda: sm.describe_transform_job(TransformJobName=f"semif-batch-{run}")),
+        "ecr:DescribeRepositories": _probe(lambda: ecr.describe_repositories(repositoryNames=[f"semif-adapter-{run}"])),
+        "ecr:DescribeImages": _probe(lambda: ecr.describe_images(repositoryName=f"semif-adapter-{run}", imageIds=[{"imageTag": "probe"}])),
+        "codebuild:BatchGetProjects": _probe(lambda: cb.batch_get_projects(names=[f"semif-adapter-build-{run}"])),
+        "codebuild:BatchGetBuilds": _probe(lambda: cb.batch_get_builds(ids=[f"semif-adapter-build-{run}:00000000-0000-0000-0000-000000000000"])),
+        "application-autoscaling:DescribeScalableTargets": _probe(lambda: aas.describe_scalable_targets(ServiceNamespace="sagemaker", MaxResults=1)),
+        "application-autoscaling:DescribeScalingPolicies": _probe(lambda: aas.describe_scaling_policies(ServiceNamespace="sagemaker", MaxResults=1)),
+        "cloudwatch:DescribeAlarms": _probe(lambda: cw.describe_alarms(AlarmNamePrefix=f"TargetTracking-endpoint/semif-decision-{run}", MaxRecords=1)),
+        "iam:ListRolePolicies": _probe(lambda: iam.list_role_policies(RoleName=f"semif-codebuild-{run}")),
+        "iam:ListAttachedRolePolicies": _probe(lambda: iam.list_attached_role_policies(RoleName=f"semif-codebuild-{run}")),
+    }
+
+
+# ====================================================================== API call -> IAM action
+SERVICE_PREFIX = {"sagemaker-runtime": "sagemaker", "runtime.sagemaker": "sagemaker"}
+S3_ACTIONS = {
+    "HeadBucket": "s3:ListBucket", "ListObjectsV2": "s3:ListBucket", "ListObjects": "s3:ListBucket",
+    "HeadObject": "s3:GetObject", "PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",
+    "PutBucketEncryption": "s3:PutEncryptionConfiguration", "CreateMultipartUpload": "s3:PutObject", "UploadPart": "s3:PutObject",
+    "CompleteMultipartUpload": "s3:PutObject", "DeleteObjects": "s3:DeleteObject", "ListObjectVersions": "s3:ListBucketVersions",
+}
+TAG_ON_CREATE = {"sagemaker": "sagemaker:AddTags", "iam": "iam:TagRole", "ecr": "ecr:TagResource"}
+PASSES_A_ROLE = {"ExecutionRoleArn", "serviceRole", "RoleArn"}  # a call naming a role passes it: iam:PassRole
+NO_PERMISSION_NEEDED = {"sts:GetCallerIdentity"}
+
+
+def iam_action_for(service: str, operation: str, params: dict[str, Any] | None = None) -> list[str]:
+    """The IAM actions an API call needs (S3's differ from its operation names; a create with tags also
+    tags; a call that names a role passes it)."""
+    prefix = SERVICE_PREFIX.get(service, service)
+    action = S3_ACTIONS.get(operation, f"s3:{operation}") if prefix == "s3" else f"{prefix}:{operation}"
+    actions = [] if action in NO_PERMISSION_NEEDED else [action]
+    params = params or {}
+    if operation.startswith("Create") and params.get("Tags" if prefix != "ecr" else "tags") and prefix in TAG_ON_CREATE:
+        actions.append(TAG_ON_CREATE[prefix])
+    if prefix != "iam" and PASSES_A_ROLE & set(params):
+        actions.append("iam:PassRole")
+    return actions

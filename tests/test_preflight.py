@@ -1,0 +1,251 @@
+"""Studio's default role and the caller's permissions (issue 14, item 3): the shipped caller policy grants
+exactly what the workshop calls, and notebook 01's check reports, before anything is created, which
+needed actions the caller has (IAM policy simulation where allowed, otherwise dry calls)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+
+import pytest
+
+from moto_support import *  # noqa: F401,F403
+
+
+def _values(settings, run_id):
+    return {"partition": "aws", "region": settings.aws_region, "account": "123456789012",
+            "bucket": f"semif-sagemaker-123456789012-{settings.aws_region}", "prefix": "semif-workshop", "run": run_id}
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def allows(policy: dict, action: str, resource: str, context: dict[str, str] | None = None) -> bool:
+    """A small IAM evaluator for Allow statements: action and resource wildcards, StringEquals/StringLike conditions."""
+    for st in policy["Statement"]:
+        if st["Effect"] != "Allow":
+            continue
+        if not any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in _as_list(st["Action"])):
+            continue
+        if not any(fnmatch.fnmatchcase(resource, r) for r in _as_list(st["Resource"])):
+            continue
+        conditions = {k: v for op in st.get("Condition", {}).values() for k, v in op.items()}
+        if all(any(fnmatch.fnmatchcase((context or {}).get(k, ""), v) for v in _as_list(vs)) for k, vs in conditions.items()):
+            return True
+    return False
+
+
+def test_the_caller_policy_grants_every_needed_action(aws, aws_settings):
+    from semif_lib.aws import preflight
+
+    policy = preflight.caller_policy(aws_settings)
+    assert "${" not in json.dumps(policy)
+    values = _values(aws_settings, "t3st01")
+    missing = [f"{n.action} on {n.resource.format(**values)}" for n in preflight.NEEDS
+               if not allows(policy, n.action, n.resource.format(**values), dict(n.context))]
+    assert missing == []
+    # a role of another project, or one passed to another service, is not covered
+    assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/admin", {"iam:PassedToService": "codebuild.amazonaws.com"})
+    assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-t3st01", {"iam:PassedToService": "ec2.amazonaws.com"})
+    assert not allows(policy, "s3:GetObject", "arn:aws:s3:::someone-elses-bucket/semif-workshop/x")
+
+
+def _record_calls(settings) -> list[tuple[str, str, dict]]:
+    from semif_lib.aws.clients import make_session
+
+    calls: list[tuple[str, str, dict]] = []
+
+    def hook(params, model, **_):
+        calls.append((model.service_model.service_name, model.name, dict(params)))
+
+    make_session(settings).events.register("before-parameter-build", hook)
+    return calls
+
+
+def test_every_call_the_workshop_makes_is_in_the_caller_policy(aws, aws_settings, fake_gguf, tmp_path, example_requests):
+    """Record every AWS API call of a whole run (all steps, the check, cleanup) and map it to its IAM action."""
+    from semif_lib import workshop
+    from semif_lib.aws import preflight
+
+    calls = _record_calls(aws_settings)
+    st = workshop.load_state(aws_settings)
+    workshop.check_permissions(settings=aws_settings, state=st, log=lambda _: None)
+    workshop.package_model(fake_gguf, settings=aws_settings, state=st, progress=False)
+    workshop.deploy_text_model(settings=aws_settings, state=st)
+    import requests
+
+    queued = {"results": [{"Body": "{}", "ContentType": "application/json"}], "region": aws_settings.aws_region}
+    requests.post("http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results", json=queued, timeout=10)
+    workshop.chat("hi", settings=aws_settings, state=st)
+    workshop.build_adapter_image(settings=aws_settings, state=st, log=lambda _: None)
+    workshop.deploy_decision_model(settings=aws_settings, state=st)
+    workshop.enable_autoscaling(settings=aws_settings, state=st)
+    requests_file = tmp_path / "requests.jsonl"
+    requests_file.write_text(json.dumps(example_requests[0]) + "\n")
+    workshop.score_jsonlines(requests_file, settings=aws_settings, state=st)
+    assert not workshop.cleanup(settings=aws_settings, state=st).failed
+    policy = preflight.caller_policy(aws_settings)
+    needed = {a for service, op, params in calls for a in preflight.iam_action_for(service, op, params)}
+    probes = {"iam:SimulatePrincipalPolicy"}  # the check itself; optional
+    uncovered = sorted(a for a in needed - probes if not any(
+        fnmatch.fnmatchcase(a.lower(), x.lower()) for s in policy["Statement"] for x in _as_list(s["Action"])))
+    assert uncovered == []
+    assert {"codebuild:CreateProject", "iam:CreateRole", "iam:PassRole", "sagemaker:CreateModel", "s3:PutObject"} <= needed
+    assert sorted(needed - {n.action for n in preflight.NEEDS} - probes) == [], "the check's table lists every action"
+
+
+def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings):
+    from semif_lib import workshop
+    from semif_lib.aws import preflight
+    from semif_lib.aws.clients import make_client
+
+    st = workshop.load_state(aws_settings)
+    lines: list[str] = []
+    check = workshop.check_permissions(settings=aws_settings, state=st, log=lines.append)
+    assert check.method == "dry calls"  # moto has no iam:SimulatePrincipalPolicy
+    assert [r["action"] for r in check.rows] == [n.action for n in preflight.NEEDS]
+    assert check.missing == [] and check.unchecked
+    assert all(r["allowed"] is True for r in check.rows if r["how"].startswith("dry call"))
+    assert lines == [check.summary()] and "needed actions allowed" in lines[0]
+    assert st.resources == [] and make_client("s3", aws_settings).list_buckets()["Buckets"] == []
+    assert make_client("iam", aws_settings).list_roles()["Roles"] == []
+    from semif_lib.notebook import tabulate_permissions
+
+    table = tabulate_permissions(check)
+    assert list(table.columns) == ["step", "action", "allowed", "how", "resource"] and len(table) == len(preflight.NEEDS)
+
+
+def _client_error(code: str, message: str = "x", operation: str = "Op"):
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
+
+
+def test_the_check_uses_policy_simulation_where_allowed(aws, aws_settings, monkeypatch):
+    """A Studio role with the caller policy attached, minus CodeBuild: simulation marks exactly those rows."""
+    from semif_lib.aws import preflight
+
+    st = __import__("semif_lib.workshop", fromlist=["x"]).load_state(aws_settings)
+    asked: list[dict] = []
+
+    class FakeIam:
+        def simulate_principal_policy(self, **kwargs):
+            asked.append(kwargs)
+            return {"EvaluationResults": [{"EvalActionName": a, "EvalDecision": "implicitDeny" if a.startswith("codebuild:") else "allowed"}
+                                          for a in kwargs["ActionNames"]]}
+
+        def get_role(self, RoleName):
+            return {"Role": {"Arn": f"arn:aws:iam::123456789012:role/service-role/{RoleName}"}}
+
+    class FakeSts:
+        def get_caller_identity(self):
+            return {"Arn": "arn:aws:sts::123456789012:assumed-role/AmazonSageMaker-ExecutionRole-1/SageMaker", "Account": "123456789012"}
+
+    real = preflight.make_client
+    monkeypatch.setattr(preflight, "make_client",
+                        lambda service, s, **kw: {"iam": FakeIam(), "sts": FakeSts()}.get(service) or real(service, s, **kw))
+    check = preflight.check_permissions(aws_settings, st)
+    assert check.method == "IAM policy simulation"
+    assert check.principal == "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
+    assert sorted({r["action"] for r in check.missing}) == sorted({n.action for n in preflight.NEEDS if n.action.startswith("codebuild:")})
+    assert check.unchecked == []
+    passes = [a for a in asked if "iam:PassRole" in a["ActionNames"]]
+    assert {e["ContextKeyValues"][0] for a in passes for e in a["ContextEntries"]} == {"sagemaker.amazonaws.com", "codebuild.amazonaws.com"}
+    assert "Attach container/iam/workshop-caller-policy.json" in check.summary()
+
+
+def test_a_denied_dry_call_is_reported_not_raised(aws, aws_settings, monkeypatch):
+    """Without simulation, a read the caller may not make shows as NO (Studio's role has no CodeBuild at all)."""
+    from semif_lib.aws import preflight
+    from semif_lib.workshop import load_state
+
+    st = load_state(aws_settings)
+    real = preflight.make_client
+
+    def client(service, settings, **kwargs):
+        made = real(service, settings, **kwargs)
+        if service == "codebuild":
+            def denied(**_):
+                raise _client_error("AccessDeniedException", "not authorized to perform: codebuild:BatchGetProjects")
+            made.batch_get_projects = denied
+        return made
+
+    monkeypatch.setattr(preflight, "make_client", client)
+    check = preflight.check_permissions(aws_settings, st)
+    assert [r["action"] for r in check.missing] == ["codebuild:BatchGetProjects"]
+    assert check.missing[0]["how"] == "dry call: access denied"
+
+
+def test_studio_role_comes_from_the_sdk(aws, aws_settings, tmp_path, monkeypatch, fake_gguf):
+    """In Studio the execution role is what `sagemaker.core`'s get_execution_role finds (metadata file ->
+    DescribeUserProfile / DescribeDomain); no role is created."""
+    pytest.importorskip("sagemaker.core")
+    from sagemaker.core.helper import session_helper
+
+    from semif_lib import workshop
+    from semif_lib.aws import iamroles
+    from semif_lib.aws.clients import make_client
+
+    role = make_client("iam", aws_settings).create_role(
+        RoleName="AmazonSageMaker-ExecutionRole-1", Path="/service-role/",
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    metadata = tmp_path / "resource-metadata.json"
+    metadata.write_text(json.dumps({"ResourceName": "default", "ExecutionRoleArn": role}))
+    monkeypatch.setattr(iamroles, "STUDIO_METADATA_FILE", str(metadata))
+    monkeypatch.setattr(session_helper, "NOTEBOOK_METADATA_FILE", str(metadata))
+    st = workshop.load_state(aws_settings)
+    workshop.package_model(fake_gguf, settings=aws_settings, state=st, progress=False)
+    workshop.deploy_text_model(settings=aws_settings, state=st)
+    assert st.get("execution_role_arn") == role and not st.find("iam_role")
+
+
+def _studio_default_role_credentials(monkeypatch, settings) -> None:
+    """An identity holding exactly AWS's AmazonSageMakerFullAccess (the document moto ships), as Studio's default role does."""
+    from moto.iam.aws_managed_policies import aws_managed_policies_data
+
+    from semif_lib.aws.clients import make_client, reset_sessions
+
+    iam = make_client("iam", settings)
+    document = json.loads(aws_managed_policies_data)["AmazonSageMakerFullAccess"]["Document"]
+    arn = iam.create_policy(PolicyName="AmazonSageMakerFullAccess", PolicyDocument=json.dumps(document))["Policy"]["Arn"]
+    iam.create_user(UserName="studio")
+    iam.attach_user_policy(UserName="studio", PolicyArn=arn)
+    key = iam.create_access_key(UserName="studio")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    monkeypatch.delenv("AWS_SESSION_TOKEN")
+    reset_sessions()
+
+
+def test_studio_default_role_packages_into_the_default_bucket(aws, aws_settings, fake_gguf, monkeypatch):
+    """moto enforces the real AmazonSageMakerFullAccess document on S3: the `*sagemaker*` default bucket takes the
+    model; a bucket named like the old default (`semif-workshop-<account>-<region>`) refuses the upload."""
+    from moto.core import set_initial_no_auth_action_count
+
+    from semif_lib import workshop
+    from semif_lib.aws.clients import AwsPermissionError
+
+    _studio_default_role_credentials(monkeypatch, aws_settings)
+    old_name = aws_settings.model_copy(update={"s3_bucket": "semif-workshop-123456789012-us-east-1",
+                                               "state_file": aws_settings.state_file.with_name("old.json")})
+
+    @set_initial_no_auth_action_count(0)
+    def as_studio():
+        st = workshop.load_state(aws_settings)
+        check = workshop.check_permissions(settings=aws_settings, state=st, log=lambda _: None)
+        denied = {r["action"] for r in check.missing}
+        assert {"codebuild:BatchGetProjects", "iam:GetRole"} <= denied, "no CodeBuild and no IAM roles in Studio's default role"
+        assert not any(a.startswith("s3:") for a in denied)
+        info = workshop.package_model(fake_gguf, settings=aws_settings, state=st, progress=False)
+        assert info["uploaded"] and "/semif-sagemaker-" in info["model_data_url"]
+        with pytest.raises(AwsPermissionError, match="access denied"):
+            workshop.package_model(fake_gguf, settings=old_name, state=workshop.load_state(old_name), progress=False)
+        # that role may delete its objects but not buckets: cleanup keeps the empty bucket and says why
+        report = workshop.cleanup(settings=aws_settings, state=st)
+        assert not report.failed and len(report.removed) == 1
+        assert report.kept == [f"s3_bucket {info['model_data_url'].split('/')[2]}: kept, empty: no s3:DeleteBucket permission "
+                               "(delete it in the S3 console, or attach container/iam/workshop-caller-policy.json)"]
+
+    as_studio()
