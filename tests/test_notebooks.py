@@ -1,15 +1,18 @@
 """Execute the workshop notebooks top to bottom, as CI's nbmake run would, with nbclient.
 
-* Local mode (the default `TARGET = "local"`): every notebook in `notebooks/`, in order, sharing one
+* Local mode (`TARGET = None` with no `SEMIF_TARGET`, so local): every notebook in `notebooks/`, in order, sharing one
   workshop state file, on free loopback ports, with the kernel's working directory in `notebooks/`.
-* AWS mode: notebooks 01-04 and 99 with `TARGET = "aws"` injected after the parameters cell (as
-  papermill does), against moto's `ThreadedMotoServer` through `SEMIF_AWS_ENDPOINT_URL`, with fake
-  credentials. moto has no `InvokeEndpointWithResponseStream`, so cells tagged `response-stream`
-  are left out there; moto's SageMaker instance-type list is old, so the tests pick ml.m5.
+* AWS mode: notebooks 01-04 and 99 as the README runs them, unedited, with `SEMIF_TARGET=aws` in the
+  environment (their `TARGET = None` defers to it), against moto's `ThreadedMotoServer` through
+  `SEMIF_AWS_ENDPOINT_URL`, with fake credentials. moto has no `InvokeEndpointWithResponseStream`, so
+  cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
+  the tests pick ml.m5; moto's SageMaker descriptions carry empty structures that the SageMaker SDK
+  rejects, so the kernel strips them first (`moto_support.patch_sessions`).
 * Committed notebooks carry no outputs.
 
-The kernel is `python3` from this interpreter's ipykernel (jupyter_client starts `sys.executable`),
-which an injected cell checks.
+The notebooks name the `semif-workshop` kernel (`python -m ipykernel install --user --name
+semif-workshop`); the tests run them on `python3` from this interpreter's ipykernel instead
+(jupyter_client starts `sys.executable`), which an injected cell checks, so they need no registered kernel.
 """
 
 from __future__ import annotations
@@ -53,18 +56,18 @@ def _code_cell(source: str, tag: str) -> object:
 
 
 def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, object] | None = None,
-                     skip_tags: tuple[str, ...] = ()) -> object:
+                     skip_tags: tuple[str, ...] = (), setup: str = "") -> object:
     """Run one notebook in a fresh kernel (cwd notebooks/); return the executed notebook.
 
-    `parameters` go into a cell inserted after the one tagged `parameters`; cells carrying a tag
-    in `skip_tags` are removed first.
+    `parameters` (and the `setup` code) go into a cell inserted after the one tagged `parameters`;
+    cells carrying a tag in `skip_tags` are removed first.
     """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nb.cells = [c for c in nb.cells if not set(c.metadata.get("tags", [])) & set(skip_tags)]
     tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
     index = (tagged or [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "TARGET =" in c.source])[0]
     injected = [f"import sys as _sys\nassert _sys.prefix == {sys.prefix!r}, _sys.executable  # the kernel is this venv's python"]
-    injected += [f"{key} = {value!r}" for key, value in (parameters or {}).items()]
+    injected += [f"{key} = {value!r}" for key, value in (parameters or {}).items()] + ([setup] if setup else [])
     nb.cells.insert(index + 1, _code_cell("# Parameters injected by tests/test_notebooks.py\n" + "\n".join(injected),
                                           "injected-parameters"))
     client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False,
@@ -73,7 +76,7 @@ def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, objec
     try:
         client.execute(env=env)
     finally:
-        key = f"{(parameters or {}).get('TARGET', 'local')}:{name}"
+        key = f"{(parameters or {}).get('TARGET') or env.get('SEMIF_TARGET', 'local')}:{name}"
         DURATIONS[key] = time.monotonic() - start
         print(f"[{key} {DURATIONS[key]:.1f} s]", end=" ", flush=True)
     return nb
@@ -114,17 +117,36 @@ def test_committed_notebook_has_no_outputs(name):
 
 @pytest.mark.parametrize("name", ALL_NOTEBOOKS)
 def test_notebook_shape(name):
-    """A parameters cell with TARGET first, a 'Next' pointer last, and no %store / %%writefile."""
+    """A parameters cell with TARGET first, the target printed next, a 'Next' pointer last, the project's
+    kernel, and no %store / %%writefile."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
-    if name[:2] in {"00", "01", "02", "03", "04", "05", "99"}:
-        assert len(params) == 1 and code[0] is params[0], f"{name}: the first code cell must be the one tagged 'parameters'"
-    first = params[0] if params else code[0]
-    assert 'TARGET = "local"' in first.source, f"{name}: the parameters cell must set TARGET = \"local\""
+    assert len(params) == 1 and code[0] is params[0], f"{name}: the first code cell must be the one tagged 'parameters'"
+    first = params[0]
+    assert "TARGET = None" in first.source, f"{name}: the parameters cell must set TARGET = None (from SEMIF_TARGET, else local)"
+    assert "notebook.show_target(" in code[1].source, f"{name}: the cell after the parameters prints the target"
+    assert nb.metadata.kernelspec == {"name": "semif-workshop", "display_name": "Python (semif-workshop)", "language": "python"}
     assert nb.cells[-1].cell_type == "markdown" and "Next" in nb.cells[-1].source, f"{name}: end with what to open next"
     for cell in code:
         assert "%store" not in cell.source and "%%writefile" not in cell.source, f"{name}: use the workshop state file"
+
+
+@pytest.mark.parametrize("name", ALL_NOTEBOOKS)
+@pytest.mark.parametrize(("semif_target", "expected"), [(None, "local"), ("aws", "aws"), ("local", "local")])
+def test_target_comes_from_the_environment(name, semif_target, expected, monkeypatch):
+    """`export SEMIF_TARGET=aws` and run the notebooks: their TARGET parameter defers to it (issue 14, item 6)."""
+    from semif_lib.notebook import load_notebook_settings
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    namespace: dict[str, object] = {}
+    exec(params.source, namespace)  # noqa: S102 - the notebook's own parameters cell
+    for key in [k for k in os.environ if k.startswith("SEMIF_")]:
+        monkeypatch.delenv(key)
+    if semif_target:
+        monkeypatch.setenv("SEMIF_TARGET", semif_target)
+    assert load_notebook_settings(namespace["TARGET"]).target == expected
 
 
 def test_notebooks_point_to_the_next_one_in_order():
@@ -223,7 +245,7 @@ def moto_env(tmp_path_factory):
     env = _clean_env(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
                      AWS_DEFAULT_REGION=REGION, AWS_REGION=REGION, AWS_EC2_METADATA_DISABLED="true",
                      AWS_CONFIG_FILE=str(folder / "no-config"), AWS_SHARED_CREDENTIALS_FILE=str(folder / "no-credentials"),
-                     SEMIF_AWS_ENDPOINT_URL=url, SEMIF_AWS_REGION=REGION, SEMIF_RUN_ID=RUN_ID,
+                     SEMIF_TARGET="aws", SEMIF_AWS_ENDPOINT_URL=url, SEMIF_AWS_REGION=REGION, SEMIF_RUN_ID=RUN_ID,
                      SEMIF_STATE_FILE=str(folder / ".semif" / "workshop_state.json"), SEMIF_MODEL_PATH=str(gguf),
                      SEMIF_INSTANCE_TYPE="ml.m5.large", SEMIF_TRANSFORM_INSTANCE_TYPE="ml.m5.large",
                      SEMIF_GPU_INSTANCE_TYPE="ml.g4dn.xlarge")
@@ -269,9 +291,14 @@ def _leftovers(env: dict[str, str]) -> list[str]:
     return left
 
 
+MOTO_KERNEL_SETUP = (f"_sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+                     "import moto_support as _moto_support\n_moto_support.patch_sessions()  # moto's {} members, as AWS omits them")
+
+
 @pytest.mark.timeout(600)
 def test_aws_notebooks_on_moto(moto_env, monkeypatch):
-    """01 -> 04 create every resource through real HTTP calls to moto; 99 deletes all of it."""
+    """01 -> 04 create every resource through real HTTP calls to moto; 99 deletes all of it. No notebook is
+    edited: SEMIF_TARGET=aws alone sends them to AWS."""
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
                 "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
         monkeypatch.setenv(key, moto_env[key])
@@ -284,9 +311,11 @@ def test_aws_notebooks_on_moto(moto_env, monkeypatch):
             _queue_endpoint_result(moto_env, DECISION_RESULT)
         if name.startswith("99"):
             created["before cleanup"] = _leftovers(moto_env)
-        nb = execute_notebook(name, moto_env, {"TARGET": "aws"}, skip_tags=("response-stream",))
+        nb = execute_notebook(name, moto_env, skip_tags=("response-stream",), setup=MOTO_KERNEL_SETUP)
         text = _outputs_text(nb)
-        assert f"target=aws | run {RUN_ID}" in text, name
+        assert f"target=aws | run {RUN_ID} | region {REGION}" in text and "(target from SEMIF_TARGET)" in text, name
+        if name.startswith("01"):
+            assert "needed actions allowed" in text and "s3:CreateBucket" in text, "the permission check comes first"
         if name.startswith("02"):
             assert "Logits give probabilities" in text
         if name.startswith("04"):
