@@ -324,6 +324,28 @@ def _text_to_criteria(qtype: str, text: str, qid: str) -> Any:
     return pairs
 
 
+def _figure_png(make_figure: Callable[[], Any]) -> Any:
+    """Build a chart out of pyplot's reach and return it as a PNG image.
+
+    A widget callback runs while ipykernel handles other comm messages on subshell threads, and each
+    of those fires IPython's post_execute hooks, which draw every open pyplot figure. A figure drawn by
+    two threads at once comes out garbled (seen in the browser test), and one left open would be drawn
+    again under the next cell that runs. So the figure is built with interactive mode off, taken out
+    of pyplot at once, and drawn here only.
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.display import Image
+
+    with plt.ioff():
+        figure = make_figure()
+        plt.close(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    return Image(data=buffer.getvalue(), format="png")
+
+
 class DecisionForm:
     """An ipywidgets form over one request: the state, and each question's instructions and criteria.
 
@@ -384,7 +406,7 @@ class DecisionForm:
                 print(f"{type(exc).__name__}: {exc}")
                 return
             display(tabulate_answers(response))
-            display(plot_probabilities(response))
+            display(_figure_png(lambda: plot_probabilities(response)))
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
