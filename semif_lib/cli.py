@@ -11,16 +11,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .arguments import add_engine_arguments, engine_overrides, run_command
 from .errors import SemifError
-from .jsonlines import read_lines, write_records
+from .jsonlines import dump_record, read_lines
 from .settings import MODES, load_settings
 
 
-def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progress: bool = True) -> list[dict[str, Any]]:
-    """Score JSON Lines requests; a bad line yields an error record with its id, never a crash."""
+def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progress: bool = True,
+                on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Score JSON Lines requests; a bad line yields an error record with its id, never a crash.
+
+    `on_result` sees each record as soon as it is scored, so a run that is interrupted keeps
+    what it finished.
+    """
     from tqdm import tqdm
 
     from .decision.schema import parse_json_bytes
@@ -33,9 +38,12 @@ def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progre
             if isinstance(data, dict):
                 record_id = data.get("id", record_id)
             response = engine.score(data, mode=mode)
-            results.append({"id": record_id, **response.model_dump(mode="json")})
+            record = {"id": record_id, **response.model_dump(mode="json")}
         except SemifError as exc:
-            results.append({"id": record_id, **exc.to_body(), "status": exc.status_code})
+            record = {"id": record_id, **exc.to_body(), "status": exc.status_code}
+        results.append(record)
+        if on_result is not None:
+            on_result(record)
     return results
 
 
@@ -65,11 +73,19 @@ def command_score(args: argparse.Namespace) -> int:
     from .decision.engine import open_engine
 
     lines = read_lines(args.input)
-    with open_engine(**engine_overrides(args)) as engine:
-        results = score_lines(engine, lines, args.mode)
-        print(f"model {engine.model_id}, mode {args.mode}, {engine.settings.threads} threads", file=sys.stderr)
+    out = None
     if args.output:
-        write_records(args.output, results)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        out = args.output.open("w", encoding="utf-8")
+    try:
+        with open_engine(**engine_overrides(args)) as engine:
+            write = (lambda record: (out.write(dump_record(record)), out.flush())) if out else None
+            results = score_lines(engine, lines, args.mode, on_result=write)
+            print(f"model {engine.model_id}, mode {args.mode}, {engine.settings.threads} threads", file=sys.stderr)
+    finally:
+        if out is not None:
+            out.close()
+    if args.output:
         print(f"wrote {len(results)} responses to {args.output}", file=sys.stderr)
     else:
         print(format_table(results))

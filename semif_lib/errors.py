@@ -68,3 +68,21 @@ class ModelLoadError(SemifError):
 
     status_code = 503
     error_type = "model_load_failed"
+
+
+class DecodeError(SemifError):
+    """llama.cpp could not decode a batch; the engine has released what the request held, so a retry can succeed."""
+
+    status_code = 503
+    error_type = "decode_failed"
+
+    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class EngineStateError(SemifError):
+    """The engine's KV bookkeeping disagrees with llama.cpp's memory: a bug, reported with what is off."""
+
+    status_code = 500
+    error_type = "engine_state"

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from .errors import InvalidRequestError
+
 __all__ = ["dump_record", "dump_records", "read_lines", "read_records", "split_lines", "write_records"]
 
 
@@ -25,19 +27,30 @@ def split_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def read_lines(path: Path | str) -> list[tuple[int, str]]:
-    """Numbered non-blank lines of a JSON Lines file; `-` reads standard input."""
-    text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+    """Numbered non-blank lines of a JSON Lines file; `-` reads standard input.
+
+    A missing, unreadable or non-UTF-8 file is an `InvalidRequestError` naming it (one line on the CLI).
+    """
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InvalidRequestError(f"{path}: no such file", field="input") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"{path}: not UTF-8 text (byte {exc.start})", field="input") from None
+    except OSError as exc:
+        raise InvalidRequestError(f"{path}: cannot read it ({exc.strerror})", field="input") from None
     return list(split_lines(text))
 
 
 def read_records(path: Path | str) -> list[Any]:
-    """Every record of a JSON Lines file, parsed; a bad line raises `ValueError` naming the file and line."""
+    """Every record of a JSON Lines file, parsed; a bad line is an `InvalidRequestError` naming the file and line."""
     records = []
     for number, line in read_lines(path):
         try:
             records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long integers, deep nesting
+            raise InvalidRequestError(f"{path}:{number}: not valid JSON ({getattr(exc, 'msg', None) or type(exc).__name__})",
+                                      field="input") from None
     return records
 
 

@@ -59,12 +59,24 @@ class Settings(BaseSettings):
     mode: Mode = Field("parallel", description="Default execution mode.")
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
 
+    # --- work one request may ask for (over a limit: 413 naming the limit and the value) ---
+    max_questions: int = Field(64, ge=1, le=256, description="Questions in one request (the 37x21 workload asks 21).")
+    max_options: int = Field(255, ge=2, le=255, description="Options of one choice question.")
+    max_branch_tokens: int = Field(16384, ge=64, description="Tokens decoded after the prefix for one request (sequence readouts add one branch per option).")
+
+    # --- fault injection, for tests only: decodes that fail as if llama_decode had failed ---
+    fault_decodes: list[int] = Field(default_factory=list, description="1-based numbers of the llama_decode calls that fail (JSON list, e.g. [3, 7]).")
+    fault_rate: float = Field(0.0, ge=0.0, le=1.0, description="Probability that any llama_decode call fails (seeded by fault_seed).")
+    fault_seed: int = Field(0, description="Seed of the random decode faults.")
+    check_invariants: bool = Field(False, description="Check the KV bookkeeping after every request (a broken one answers 500); tests turn it on.")
+
     # --- adapter server ---
     host: str = Field("127.0.0.1", description="Bind address; the container sets 0.0.0.0.")
     port: int = Field(8080, ge=1, le=65535, description="SageMaker's contract port.")
     api_key: str | None = Field(None, description="Bearer token checked when set (local use only).")
     queue_size: int = Field(64, ge=1, le=100000, description="Requests waiting for the worker before 503.")
     max_body_bytes: int = Field(6_291_456, ge=1024, description="SageMaker's real-time payload limit.")
+    request_timeout_s: float = Field(55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
 
     # --- calibration and workshop ---
     calibration: Path | None = Field(None, description="Calibration file applied to every answer.")
@@ -92,8 +104,23 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Read the environment, then apply explicit overrides (CLI flags), ignoring `None`s."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    """Read the environment, then apply explicit overrides (CLI flags), ignoring `None`s.
+
+    A value out of range (`--n-ctx 100`, `SEMIF_MODE=warp`) is an `InvalidRequestError` naming
+    the variable or flag and the limit, never a pydantic traceback.
+    """
+    from pydantic import ValidationError
+
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        from .errors import InvalidRequestError
+
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err.get("loc") else "settings"
+        source = f"--{name.replace('_', '-')}" if name in given else f"{ENV_PREFIX}{name.upper()}"
+        raise InvalidRequestError(f"{source}={err.get('input')!r}: {err['msg']}", field=name) from None
 
 
 def env_names() -> dict[str, str]:

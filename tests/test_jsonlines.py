@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from semif_lib.errors import InvalidRequestError
 from semif_lib.jsonlines import dump_records, read_lines, read_records, split_lines, write_records
 
 ODD = {"id": "a\u2028b", "state": "one\u2029two\u0085three\x1cfour", "n": 1}
@@ -29,7 +30,7 @@ def test_blank_lines_are_skipped_numbers_kept_and_crlf_accepted(tmp_path):
 def test_a_bad_line_is_named(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"a": 1}\n{"a": \n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+    with pytest.raises(InvalidRequestError, match=r"bad.jsonl:2"):
         read_records(path)
 
 

@@ -1,3 +1,5 @@
+import pytest
+
 from semif_lib.decision.prefix_cache import PrefixCache, count_common_prefix
 
 
@@ -22,3 +24,16 @@ def test_match_exact_partial_and_lru():
     b.pins = 1
     assert cache.pick_victim() is a  # pinned entries are never evicted
     assert cache.used_tokens == 80 and cache.budget_tokens - cache.used_tokens == 20
+
+
+def test_nested_prefixes_prefer_the_exact_entry_and_never_overwrite_one():
+    """P+X cached before P: asking for P is an exact hit on P, not a copy out of P+X (which leaked a sequence per request)."""
+    cache = PrefixCache(budget_tokens=1000, min_shared_tokens=2)
+    longer = cache.insert(list(range(30)) + [7, 8, 9], seq_id=1)
+    exact = cache.insert(list(range(30)), seq_id=2)
+    match = cache.match(list(range(30)))
+    assert match.entry is exact and match.exact and longer is not exact
+    with pytest.raises(ValueError, match="already cached"):
+        cache.insert(list(range(30)), seq_id=3)
+    exact.stale = True  # a failed request may have left cells on it: never matched again
+    assert cache.match(list(range(30))).entry is longer

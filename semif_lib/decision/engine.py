@@ -23,23 +23,19 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
-from ..errors import (
-    InvalidRequestError,
-    ModelLoadError,
-    PayloadTooLargeError,
-    SemifError,
-)
+from ..errors import DecodeError, EngineStateError, InvalidRequestError, ModelLoadError, PayloadTooLargeError, SemifError
 from ..modelfile import find_model_path
 from ..settings import MODES, Settings, load_settings
-from .prefix_cache import PrefixCache, count_common_prefix
+from .prefix_cache import MatchResult, PrefixCache, count_common_prefix
 from .prompt import (
     PROMPT_VERSION,
     PromptRenderer,
@@ -66,6 +62,7 @@ __all__ = ["DecisionEngine", "EngineMode", "ensure_backend", "open_engine"]
 
 EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
 _FLASH = {"auto": -1, "off": 0, "on": 1}
+log = logging.getLogger("semif.engine")
 _backend_lock = threading.Lock()
 _backend_ready = False
 
@@ -117,11 +114,35 @@ def ensure_backend(verbose: bool = False) -> Any:
     return llama_cpp
 
 
-class DecisionEngine:
-    """Scores decision requests on one GGUF. Not thread-safe by design: one worker owns it."""
+def make_fault_plan(numbers: Sequence[int], rate: float, seed: int) -> Callable[[int], bool] | None:
+    """Which decode calls fail on purpose (tests only): the listed call numbers, or each with probability `rate`."""
+    if not numbers and rate <= 0:
+        return None
+    import random
 
-    def __init__(self, settings: Settings | None = None, model_path: Path | str | None = None) -> None:
+    listed, draw = frozenset(numbers), random.Random(seed)
+    return lambda n: n in listed or (rate > 0 and draw.random() < rate)
+
+
+class DecisionEngine:
+    """Scores decision requests on one GGUF. Not thread-safe by design: one worker owns it.
+
+    Invariant, checked by `check_invariants` (and after every failed request): each KV sequence
+    is the scratch sequence, a free one (both empty), or one cached prefix's (holding exactly
+    that prefix's positions); no request leaves a pin, a branch or a suffix behind, whatever fails.
+    """
+
+    def __init__(self, settings: Settings | None = None, model_path: Path | str | None = None,
+                 fail_decode: Callable[[int], bool] | None = None) -> None:
+        """Load the model and build the context.
+
+        `fail_decode(n)`, for tests only, makes the n-th `llama_decode` call (1-based) fail after it
+        ran, as a real failure mid-batch would; `SEMIF_FAULT_DECODES` / `SEMIF_FAULT_RATE` do the
+        same for a server process.
+        """
         self.settings = settings or load_settings()
+        self._fail_decode = fail_decode or make_fault_plan(self.settings.fault_decodes, self.settings.fault_rate, self.settings.fault_seed)
+        self.decode_calls = 0
         self.model_path = Path(model_path) if model_path else find_model_path(self.settings.model_path, self.settings.model_dir)
         self._lib = lib = ensure_backend(self.settings.verbose)
         self._lock = threading.Lock()
@@ -204,6 +225,12 @@ class DecisionEngine:
             lib.llama_model_free(self._model)
             self._model = None
 
+    def _check_open(self) -> None:
+        """A closed engine refuses work with an error instead of letting llama.cpp touch freed memory."""
+        if not self._ctx:
+            raise ModelLoadError("this engine is closed: build a new DecisionEngine (or restart the kernel) to score again",
+                                 field="model_path")
+
     def __enter__(self) -> "DecisionEngine":
         return self
 
@@ -267,7 +294,12 @@ class DecisionEngine:
 
     # ------------------------------------------------------------- preparation
     def prepare(self, request: DecisionRequest) -> PreparedRequest:
-        """Render, tokenize and split every question; verify each answer slot is one token."""
+        """Render, tokenize and split every question; verify each answer slot is one token.
+
+        Work beyond the configured limits (questions, options, branch tokens) is a 413 naming
+        the limit and the value, before anything is decoded.
+        """
+        self._check_request_limits(request)
         state_text = render_content(request.state)
         slot_prefix = self.renderer.slot_prefix
         plans = [plan_question(qid, q, slot_prefix, self.letter_slots) for qid, q in request.questions.items()]
@@ -302,6 +334,14 @@ class DecisionEngine:
                 for option in plan.slots:
                     extra = self._option_tokens(plan, text, tokens, option, pieces)
                     jobs.append(Job(i, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
+        prep = PreparedRequest(plans, prefix, jobs, slot_tokens, suffix_lengths)
+        branch_tokens = prep.input_tokens - shared
+        if branch_tokens > self.settings.max_branch_tokens:
+            raise PayloadTooLargeError(
+                f"the questions need {branch_tokens} tokens after the shared prefix; the limit is "
+                f"{self.settings.max_branch_tokens} (SEMIF_MAX_BRANCH_TOKENS): fewer questions or options, or slot readout",
+                field="questions",
+            )
         longest = max(len(j.tokens) for j in jobs)
         if shared + longest > self.n_ctx:
             raise PayloadTooLargeError(
@@ -309,7 +349,17 @@ class DecisionEngine:
                 f"more than the context of {self.n_ctx} tokens (SEMIF_N_CTX)",
                 field="state",
             )
-        return PreparedRequest(plans, prefix, jobs, slot_tokens, suffix_lengths)
+        return prep
+
+    def _check_request_limits(self, request: DecisionRequest) -> None:
+        s = self.settings
+        if len(request.questions) > s.max_questions:
+            raise PayloadTooLargeError(f"{len(request.questions)} questions in one request; the limit is {s.max_questions} "
+                                       "(SEMIF_MAX_QUESTIONS)", field="questions")
+        for qid, question in request.questions.items():
+            if question.type == "choice" and len(question.criteria) > s.max_options:
+                raise PayloadTooLargeError(f"questions.{qid}: {len(question.criteria)} options; the limit is {s.max_options} "
+                                           "(SEMIF_MAX_OPTIONS)", field=f"questions.{qid}.criteria")
 
     def _find_letter_slots(self) -> list[str]:
         """Choice labels (A-Z, then AA-ZZ) that this tokenizer reads as one token after the assistant header."""
@@ -412,8 +462,12 @@ class DecisionEngine:
                     row[k] = s
             self._batch.n_tokens = n
             rc = lib.llama_decode(self._ctx, self._batch)
+            self.decode_calls += 1
+            if rc == 0 and self._fail_decode is not None and self._fail_decode(self.decode_calls):
+                rc = -99  # injected after the decode ran: its cells are written, as a real mid-batch failure leaves them
             if rc != 0:
-                raise SemifError(f"llama_decode failed with code {rc} ({'no free KV slot' if rc == 1 else 'error'})")
+                reason = {1: "no free KV slot", -99: "injected fault"}.get(rc, "error")
+                raise DecodeError(f"llama_decode failed with code {rc} ({reason}); the request's KV cells were released: retry")
             for i in range(n):
                 if want[start + i]:
                     ptr = lib.llama_get_logits_ith(self._ctx, i)
@@ -439,13 +493,66 @@ class DecisionEngine:
         self.cache.remove(entry)
         self._give_seq(entry.seq_id)
 
-    def _make_room(self, cells: int) -> None:
-        """Evict cached prefixes (LRU, unpinned) until `cells` KV cells are free."""
+    def _make_room(self, cells: int, required: int | None = None) -> None:
+        """Evict cached prefixes (LRU, unpinned) until `cells` KV cells are free.
+
+        Fails before any decode would if fewer than `required` (default: all `cells`) can be freed;
+        above that, fewer free cells only mean more, smaller waves.
+        """
+        required = cells if required is None else required
         while self.n_ctx - self.cache.used_tokens < cells:
             victim = self.cache.pick_victim()
             if victim is None:
                 break
             self._evict(victim)
+        if self.n_ctx - self.cache.used_tokens < required:
+            raise EngineStateError(f"{required} KV cells needed but only {self.n_ctx - self.cache.used_tokens} of {self.n_ctx} "
+                                   f"can be freed (pinned prefixes hold {self.cache.used_tokens}): admission should have prevented this")
+
+    def _room_with_pinned(self, cells: int, source: Any) -> bool:
+        """Whether `cells` can be freed while `source` stays resident too (other unpinned prefixes can go)."""
+        evictable = sum(len(e) for e in self.cache.entries() if e.pins == 0 and e is not source)
+        return self.n_ctx - self.cache.used_tokens + evictable >= cells
+
+    def check_invariants(self, idle: bool = True) -> None:
+        """Raise `EngineStateError` naming what is off unless every sequence and KV cell is accounted for.
+
+        Every sequence is the scratch one, free, or one cached prefix's; free ones hold no position,
+        a cached one exactly its prefix's positions 0..n-1 (so no suffix or branch cell was left on it).
+        `idle`: no request is running, so nothing may be pinned either.
+        """
+        entries = self.cache.entries()
+        owners = [self._scratch_seq, *self._free_seqs, *(e.seq_id for e in entries)]
+        problems = []
+        if sorted(owners) != list(range(self.n_seq_max)):
+            problems.append(f"sequences owned {sorted(owners)} are not 0..{self.n_seq_max - 1} exactly once")
+        for seq in [self._scratch_seq, *self._free_seqs]:
+            if (top := self._lib.llama_memory_seq_pos_max(self._mem, seq)) != -1:
+                problems.append(f"free sequence {seq} still holds positions up to {top}")
+        for e in entries:
+            span = (self._lib.llama_memory_seq_pos_min(self._mem, e.seq_id), self._lib.llama_memory_seq_pos_max(self._mem, e.seq_id))
+            if span != (0, len(e) - 1):
+                problems.append(f"cached prefix of {len(e)} tokens in sequence {e.seq_id} holds positions {span[0]}..{span[1]}")
+            if idle and e.pins:
+                problems.append(f"cached prefix in sequence {e.seq_id} is still pinned {e.pins} time(s)")
+            if e.stale:
+                problems.append(f"a stale prefix is still cached in sequence {e.seq_id}")
+        if problems:
+            raise EngineStateError("engine state: " + "; ".join(problems))
+
+    def reset_memory(self) -> None:
+        """Forget every cached prefix and clear llama.cpp's memory: the way back from a broken invariant."""
+        self._lib.llama_memory_clear(self._mem, True)
+        self.cache = PrefixCache(budget_tokens=self.cache.budget_tokens, min_shared_tokens=self.cache.min_shared_tokens)
+        self._free_seqs = [s for s in range(self.n_seq_max - 1, -1, -1) if s != self._scratch_seq]
+
+    def _recover(self) -> None:
+        """After a failed request: keep the cache if the books balance, otherwise start clean (logged)."""
+        try:
+            self.check_invariants(idle=True)
+        except EngineStateError as exc:
+            log.error("%s; clearing the KV cache", exc.message)
+            self.reset_memory()
 
     # ------------------------------------------------------------- modes
     def _run_fresh(self, prep: PreparedRequest) -> None:
@@ -457,8 +564,10 @@ class DecisionEngine:
             want = [False] * len(tokens)
             for off in job.read_offsets:
                 want[base + off] = True
-            job.rows = self._decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
-            self._seq_rm(seq)
+            try:
+                job.rows = self._decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
+            finally:
+                self._seq_rm(seq)
         self.stats["prefill_tokens"] += sum(len(prep.prefix) + len(j.tokens) for j in prep.jobs)
 
     def _acquire_prefix(self, prefix: list[int]) -> tuple[Any, int]:
@@ -473,8 +582,11 @@ class DecisionEngine:
             entry.pins += 1
             self.stats["cache_hits"] += 1
             return entry, len(prefix)
+        if match.entry is not None and not self._room_with_pinned(len(prefix) - match.length + 1, match.entry):
+            match = MatchResult(None, 0)  # copying would pin the source in cells this request needs: prefill it all
         if match.entry is not None:
             match.entry.pins += 1  # keep the source alive while we copy from it
+        seq: int | None = None
         try:
             self._make_room(len(prefix) - match.length + 1)
             seq = self._take_seq()
@@ -486,6 +598,10 @@ class DecisionEngine:
             if rest:
                 self._decode(rest, range(cached, len(prefix)), [(seq,)] * len(rest), [False] * len(rest))
                 self.stats["prefill_tokens"] += len(rest)
+        except BaseException:
+            if seq is not None:  # the sequence and the chunks already decoded go back
+                self._give_seq(seq)
+            raise
         finally:
             if match.entry is not None:
                 match.entry.pins -= 1
@@ -494,8 +610,13 @@ class DecisionEngine:
         return entry, cached
 
     def _release_prefix(self, entry: Any) -> None:
+        """Unpin; a stale prefix goes at once, then least recently used prefixes until the budget holds.
+
+        The prefix just used is the most recent, so it stays unless it alone exceeds the budget
+        (evicting it first, as before, meant a full cache never admitted a new state again).
+        """
         entry.pins -= 1
-        if entry.pins == 0 and self.cache.used_tokens > self.cache.budget_tokens:
+        if entry.pins == 0 and entry.stale:
             self._evict(entry)
         while self.cache.used_tokens > self.cache.budget_tokens:
             victim = self.cache.pick_victim()
@@ -503,19 +624,30 @@ class DecisionEngine:
                 break
             self._evict(victim)
 
-    def _run_serial(self, prep: PreparedRequest, seq: int) -> None:
-        base = len(prep.prefix)
-        snapshot = self._snapshot(seq) if self._restore_by_state else None
-        for job in prep.jobs:
-            self._make_room(len(job.tokens))
-            want = [False] * len(job.tokens)
-            for off in job.read_offsets:
-                want[off] = True
-            job.rows = self._decode(job.tokens, range(base, base + len(job.tokens)), [(seq,)] * len(job.tokens), want)
-            if snapshot is None and not self._seq_rm(seq, base, -1):
-                raise SemifError("llama_memory_seq_rm refused to truncate; this architecture needs state restore")
-            if snapshot is not None:
-                self._restore(seq, snapshot)
+    def _run_serial(self, prep: PreparedRequest, entry: Any) -> None:
+        """Each suffix on the prefix's own sequence, truncated back after it; a failure marks the prefix stale.
+
+        A stale prefix may hold part of a suffix, so it is evicted as soon as it is released and
+        no later request can match it.
+        """
+        seq, base = entry.seq_id, len(prep.prefix)
+        try:
+            snapshot = self._snapshot(seq) if self._restore_by_state else None
+            for job in prep.jobs:
+                self._make_room(len(job.tokens))
+                want = [False] * len(job.tokens)
+                for off in job.read_offsets:
+                    want[off] = True
+                try:
+                    job.rows = self._decode(job.tokens, range(base, base + len(job.tokens)), [(seq,)] * len(job.tokens), want)
+                finally:
+                    if snapshot is not None:
+                        self._restore(seq, snapshot)
+                    elif not self._seq_rm(seq, base, -1):
+                        raise SemifError("llama_memory_seq_rm refused to truncate; this architecture needs state restore")
+        except BaseException:
+            entry.stale = True
+            raise
         self.stats["branch_tokens"] += sum(len(j.tokens) for j in prep.jobs)
 
     def _snapshot(self, seq: int) -> ctypes.Array:
@@ -536,8 +668,8 @@ class DecisionEngine:
         """
         return plan_tree_waves(paths, min(self.n_batch, free_cells), free_seqs)
 
-    def _run_parallel(self, prep: PreparedRequest, seq: int) -> None:
-        self._run_branches([(job, seq, len(prep.prefix)) for job in prep.jobs])
+    def _run_parallel(self, prep: PreparedRequest, entry: Any) -> None:
+        self._run_branches([(job, entry.seq_id, len(prep.prefix)) for job in prep.jobs])
 
     def _decode_tree(self, tree: TokenTree, jobs: Sequence[Job], job_rows: Sequence[list[int]], base_of: dict[Any, int],
                      branches: Sequence[int], head: tuple[list[int], list[int], list[tuple[int, ...]]] | None = None) -> None:
@@ -567,13 +699,18 @@ class DecisionEngine:
         and tokens that jobs share after the same prefix are decoded once (a token tree).
         """
         paths = [(src, job.tokens) for job, src, _ in items]
-        self._make_room(min(sum(len(t) for _, t in paths), self.n_batch))
-        free_cells = max(self.n_ctx - self.cache.used_tokens, max(len(t) for _, t in paths))
+        longest = max(len(t) for _, t in paths)
+        self._make_room(max(longest, min(sum(len(t) for _, t in paths), self.n_batch)), required=longest)
+        free_cells = self.n_ctx - self.cache.used_tokens
         free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.entries() if e.pins == 0)
+        if free_seqs < 1:
+            raise EngineStateError(f"no KV sequence is free for a branch (SEMIF_N_SEQ_MAX={self.n_seq_max})")
         base_of = {src: base for _, src, base in items}
-        for wave in self.plan_waves(paths, free_cells, max(1, free_seqs)):
-            branches = [self._take_seq() for _ in wave.indices]
+        for wave in self.plan_waves(paths, free_cells, free_seqs):
+            branches: list[int] = []
             try:
+                for _ in wave.indices:
+                    branches.append(self._take_seq())
                 for b, idx in zip(branches, wave.indices):
                     self._lib.llama_memory_seq_cp(self._mem, items[idx][1], b, -1, -1)
                 self._decode_tree(wave.tree, [items[i][0] for i in wave.indices], wave.rows, base_of, branches)
@@ -586,8 +723,10 @@ class DecisionEngine:
         n = len(prep.jobs)
         if n > len(self._free_seqs):
             raise SemifError(f"oneshot needs {n} free sequences")
-        branches = [self._free_seqs.pop() for _ in range(n)]
+        branches: list[int] = []
         try:
+            for _ in range(n):
+                branches.append(self._free_seqs.pop())
             base = len(prep.prefix)
             tree = TokenTree()
             job_rows = [tree.add_path(0, job.tokens, owner) for owner, job in enumerate(prep.jobs)]
@@ -605,11 +744,13 @@ class DecisionEngine:
         """Answer every question of one request; see the module docstring for the modes.
 
         `include_logits` adds each answer's raw option logits (slot logits, or sequence scores)
-        under `logits`, which calibration fitting needs.
+        under `logits`, which calibration fitting needs. Whatever fails, the KV cache is left
+        balanced (`check_invariants`) before the error leaves.
         """
         if not isinstance(request, DecisionRequest):
             request = parse_request(request)
         mode = mode or self.settings.mode
+        self._check_open()
         if mode not in MODES + ("oneshot",):
             raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
         with self._lock:
@@ -617,21 +758,31 @@ class DecisionEngine:
             prep = self.prepare(request)
             t1 = time.perf_counter()
             branch_tokens = self.stats["branch_tokens"]
-            cached = 0
-            prefill_s = 0.0
-            if mode == "fresh":
-                self._run_fresh(prep)
-            elif mode == "oneshot":
-                self._run_oneshot(prep)
-            else:
-                entry, cached = self._acquire_prefix(prep.prefix)
-                prefill_s = time.perf_counter() - t1
-                try:
-                    (self._run_serial if mode == "serial" else self._run_parallel)(prep, entry.seq_id)
-                finally:
-                    self._release_prefix(entry)
+            try:
+                cached, prefilled = self._run_mode(prep, mode)
+            except BaseException:
+                self._recover()
+                raise
+            if self.settings.check_invariants:
+                self.check_invariants(idle=True)
             t2 = time.perf_counter()
-            return self._respond(prep, mode, cached, (t0, t1, t1 + prefill_s, t2), branch_tokens, include_logits)
+            return self._respond(prep, mode, cached, (t0, t1, prefilled or t1, t2), branch_tokens, include_logits)
+
+    def _run_mode(self, prep: PreparedRequest, mode: str) -> tuple[int, float | None]:
+        """Run one prepared request; returns (tokens found cached, when its shared prefix was ready, if it has one)."""
+        if mode == "fresh":
+            self._run_fresh(prep)
+            return 0, None
+        if mode == "oneshot":
+            self._run_oneshot(prep)
+            return 0, None
+        entry, cached = self._acquire_prefix(prep.prefix)
+        prefilled = time.perf_counter()
+        try:
+            (self._run_serial if mode == "serial" else self._run_parallel)(prep, entry)
+        finally:
+            self._release_prefix(entry)
+        return cached, prefilled
 
     def score_batch(
         self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None
@@ -639,9 +790,12 @@ class DecisionEngine:
         """Score several requests; in parallel mode their branches decode together in shared batches.
 
         A request that fails (bad input, too long) gets its error in its slot; the others still run.
-        Requests about the same state share one cached prefix.
+        Requests about the same state share one cached prefix. Requests are admitted in rounds
+        whose pinned prefixes and longest branch fit the context together (`plan_rounds`), so no
+        decode is attempted that could not find free KV cells.
         """
         mode = mode or self.settings.mode
+        self._check_open()
         if mode != "parallel" or len(requests) == 1:
             out: list[DecisionResponse | SemifError] = []
             for request in requests:
@@ -661,27 +815,67 @@ class DecisionEngine:
                 except SemifError as exc:
                     results[i] = exc
             t_prepared = time.perf_counter()
-            held: list[tuple[int, PreparedRequest, Any, int]] = []
-            try:
-                for i, prep in prepared:
-                    try:
-                        entry, cached = self._acquire_prefix(prep.prefix)
-                    except SemifError as exc:
-                        results[i] = exc
-                        continue
-                    held.append((i, prep, entry, cached))
-                t1 = time.perf_counter()
-                branch_tokens = self.stats["branch_tokens"]
-                items = [(job, entry.seq_id, len(prep.prefix)) for _, prep, entry, _ in held for job in prep.jobs]
-                if items:
-                    self._run_branches(items)
-            finally:
-                for _, _, entry, _ in held:
-                    self._release_prefix(entry)
-            t2 = time.perf_counter()
-            for i, prep, _, cached in held:  # timings and branch tokens are the whole batch's
-                results[i] = self._respond(prep, mode, cached, (t0, t_prepared, t1, t2), branch_tokens, batched=len(held))
+            for round_ in self.plan_rounds([prep for _, prep in prepared]):
+                self._run_round([prepared[k] for k in round_], results, (t0, t_prepared))
+            if self.settings.check_invariants:
+                self.check_invariants(idle=True)
         return [r for r in results if r is not None]
+
+    def plan_rounds(self, preps: Sequence[PreparedRequest]) -> list[list[int]]:
+        """Group requests (by index) into rounds that fit the KV cache together, in arrival order.
+
+        A round pins one sequence per distinct prefix and needs, at once, the cells of those
+        prefixes plus the longest branch (shorter waves follow as cells free up). Every request
+        fits alone (`prepare` refused it with a 413 otherwise), so every request gets a round.
+        """
+        rounds: list[list[int]] = []
+        cells, longest, prefixes = 0, 0, set()
+        seq_room = self.n_seq_max - 2  # the scratch sequence, and at least one branch
+        for k, prep in enumerate(preps):
+            key = tuple(prep.prefix)
+            add = 0 if key in prefixes else len(key)
+            branch = max(len(j.tokens) for j in prep.jobs)
+            fits = cells + add + max(longest, branch) <= self.n_ctx and len(prefixes | {key}) <= seq_room
+            if rounds and fits:
+                rounds[-1].append(k)
+            else:
+                rounds.append([k])
+                cells, longest, prefixes = 0, 0, set()
+                add = len(key)
+            cells, longest = cells + add, max(longest, branch)
+            prefixes.add(key)
+        return rounds
+
+    def _run_round(self, round_: Sequence[tuple[int, PreparedRequest]], results: list[Any], marks: tuple[float, float]) -> None:
+        """Acquire the round's prefixes, decode all their branches together, release, and answer each request."""
+        t0, t_prepared = marks
+        held: list[tuple[int, PreparedRequest, Any, int]] = []
+        branch_tokens = self.stats["branch_tokens"]
+        failed: SemifError | None = None
+        finished = False
+        try:
+            for i, prep in round_:
+                try:
+                    entry, cached = self._acquire_prefix(prep.prefix)
+                except SemifError as exc:  # this request only: it released what it took
+                    results[i] = exc
+                    continue
+                held.append((i, prep, entry, cached))
+            t1 = time.perf_counter()
+            items = [(job, entry.seq_id, len(prep.prefix)) for _, prep, entry, _ in held for job in prep.jobs]
+            if items:
+                self._run_branches(items)
+            finished = True
+        except SemifError as exc:  # the shared branch batch failed: every request in it gets the error
+            failed = exc
+        finally:
+            for _, _, entry, _ in held:
+                self._release_prefix(entry)
+            if not finished or len(held) < len(round_):
+                self._recover()
+        t2 = time.perf_counter()
+        for i, prep, _, cached in held:  # timings and branch tokens are the round's
+            results[i] = failed or self._respond(prep, "parallel", cached, (t0, t_prepared, t1, t2), branch_tokens, batched=len(held))
 
     def _respond(self, prep: PreparedRequest, mode: str, cached: int, marks: tuple[float, float, float, float],
                  branch_tokens_before: int, include_logits: bool = False, batched: int | None = None) -> DecisionResponse:

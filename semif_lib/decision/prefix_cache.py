@@ -18,11 +18,15 @@ import numpy as np
 
 @dataclass
 class CacheEntry:
-    """A prefix resident in KV sequence `seq_id`; `pins` > 0 while a request is using it."""
+    """A prefix resident in KV sequence `seq_id`; `pins` > 0 while a request is using it.
+
+    `stale`: a failed request may have left cells on it; never matched again, evicted on release.
+    """
 
     tokens: tuple[int, ...]
     seq_id: int
     pins: int = 0
+    stale: bool = False
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -68,12 +72,21 @@ class PrefixCache:
         return list(self._entries.values())
 
     def match(self, tokens: Sequence[int]) -> MatchResult:
-        """The entry sharing the longest prefix with `tokens` (ignoring matches shorter than `min_shared_tokens`)."""
-        best, best_len = None, 0
+        """The entry sharing the longest prefix with `tokens` (ignoring matches shorter than `min_shared_tokens`).
+
+        Among entries sharing as many tokens, the one that is exactly that long wins: asked for P
+        with P+X cached first and P after it, P is an exact hit, not a copy out of P+X.
+        Stale entries are never matched.
+        """
+        best, best_key = None, (0, False)
         for entry in self._entries.values():
+            if entry.stale:
+                continue
             n = count_common_prefix(entry.tokens, tokens)
-            if n > best_len:
-                best, best_len = entry, n
+            key = (n, n == len(entry))
+            if key > best_key:
+                best, best_key = entry, key
+        best_len = best_key[0]
         if best is None or best_len < min(self.min_shared_tokens, len(tokens)):
             return MatchResult(None, 0)
         return MatchResult(best, best_len)
@@ -82,8 +95,13 @@ class PrefixCache:
         self._entries.move_to_end(entry.tokens)
 
     def insert(self, tokens: Sequence[int], seq_id: int) -> CacheEntry:
-        """Add an entry (most recently used). The caller evicts first to stay within budget."""
+        """Add an entry (most recently used). The caller evicts first to stay within budget.
+
+        A prefix already cached is refused: replacing its entry would orphan that entry's sequence.
+        """
         entry = CacheEntry(tuple(tokens), seq_id)
+        if entry.tokens in self._entries:
+            raise ValueError(f"a prefix of {len(entry)} tokens is already cached in sequence {self._entries[entry.tokens].seq_id}")
         self._entries[entry.tokens] = entry
         return entry
 

@@ -12,6 +12,7 @@ right: fit a calibration file on your own workload before gating actions on it.
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
@@ -30,6 +31,7 @@ MIN_CHOICE_OPTIONS = 2
 MIN_SCORE_LEVELS = 2
 MAX_SCORE_LEVELS = 10
 MAX_QUESTIONS = 256
+MAX_NESTING = 64  # JSON depth of a whole request; a structured state rarely needs 10
 
 Content = Union[str, dict[str, Any], list[Any]]
 
@@ -187,17 +189,60 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _reject_constant(name: str) -> Any:
+    raise InvalidRequestError(f"{name} is not a JSON number (RFC 8259); send a string or a finite number", field="body")
+
+
 def parse_json_bytes(body: bytes | str) -> Any:
-    """Parse JSON strictly: UTF-8 only, and duplicate keys (such as a repeated option) are an error."""
+    """Parse JSON strictly: UTF-8 only, no duplicate keys (such as a repeated option), no NaN or
+    Infinity, numbers Python can convert, and nesting no deeper than `MAX_NESTING`; every failure
+    is a 400 naming the body, never a crash."""
     if isinstance(body, bytes):
         try:
             body = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidRequestError(f"body is not valid UTF-8 (byte {exc.start})", field="body") from exc
     try:
-        return json.loads(body, object_pairs_hook=_reject_duplicate_keys)
+        data = json.loads(body, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InvalidRequestError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", field="body") from exc
+    except RecursionError:
+        raise InvalidRequestError(f"JSON nested deeper than {MAX_NESTING} levels", field="body") from None
+    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
+        raise InvalidRequestError(f"malformed JSON: {exc}", field="body") from None
+    check_json_value(data)
+    return data
+
+
+def check_json_value(data: Any) -> None:
+    """Refuse what JSON parsing lets through but the engine cannot use: deep nesting, lone surrogates,
+    non-finite floats (from a caller that built the dict itself). Iterative: depth cannot crash it."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise InvalidRequestError(f"{path or 'body'}: JSON nested deeper than {MAX_NESTING} levels", field=path or "body")
+        if isinstance(value, str):
+            _check_text(value, path)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InvalidRequestError(f"{path or 'body'}: NaN and Infinity are not JSON numbers", field=path or "body")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")  # a bad key must not break the error body
+                sub = f"{path}.{shown}" if path else shown
+                _check_text(str(key), sub)
+                stack.append((item, sub, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{k}]", depth + 1) for k, item in enumerate(value))
+
+
+def _check_text(text: str, path: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = path or "body"
+        raise InvalidRequestError(f"{where}: text holds a lone surrogate (U+{ord(text[exc.start]):04X}) that UTF-8 cannot encode",
+                                  field=where) from None
 
 
 def format_validation_error(exc: ValidationError) -> InvalidRequestError:
@@ -219,6 +264,7 @@ def parse_request(data: Any) -> DecisionRequest:
         data = parse_json_bytes(data)
     if not isinstance(data, dict):
         raise InvalidRequestError("request must be a JSON object", field="body")
+    check_json_value(data)
     try:
         return _REQUEST_ADAPTER.validate_python(data)
     except ValidationError as exc:

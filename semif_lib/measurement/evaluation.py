@@ -59,7 +59,7 @@ class LabeledItem:
 
 def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[LabeledItem]:
     """Labeled JSON Lines (see data/labeled/README.md); `limit` keeps the first N lines of each file."""
-    from ..decision.schema import parse_request
+    from ..decision.schema import parse_json_bytes, parse_request
 
     items: list[LabeledItem] = []
     for path in paths:
@@ -68,8 +68,13 @@ def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[
         for number, line in read_lines(path):
             if limit is not None and count >= limit:
                 break
-            data = json.loads(line)
             where = f"{path.name}:{number}"
+            try:
+                data = parse_json_bytes(line)
+            except InvalidRequestError as exc:
+                raise InvalidRequestError(f"{where}: {exc.message}", field="input") from None
+            if not isinstance(data, dict):
+                raise InvalidRequestError(f"{where}: a labeled line is a JSON object", field="input")
             labels = data.get("labels")
             if not isinstance(labels, dict) or not labels:
                 raise InvalidRequestError(f"{where}: a labeled line needs \"labels\": {{QID: expected}}", field="labels")
@@ -586,6 +591,10 @@ def command_eval(args: argparse.Namespace) -> int:
     from ..settings import load_settings
 
     items = read_labeled(args.input, limit=args.limit)
+    states = len({item.group_id for item in items})
+    if args.calibrate and states < 2:
+        raise InvalidRequestError(f"--calibrate fits out of fold, grouped by state, and needs labeled lines from at least 2 states; "
+                                  f"the input has {states}", field="calibrate")
     settings = load_settings(**engine_overrides(args)).model_copy(update={"calibration": None})  # always measure raw
     started = time.perf_counter()
     with DecisionEngine(settings) as engine:

@@ -133,6 +133,8 @@ def build_text_config(settings: Settings, env: Mapping[str, str], model: Path | 
     model_settings = {**base, **model_fields, **explicit, "model": str(model_path), "logits_all": True}
     server_settings = {"api_key": settings.api_key, **server_fields}
     sm_port = env.get(SM_PREFIX + "PORT")
+    if sm_port and not (sm_port.isdigit() and 1 <= int(sm_port) <= 65535):
+        raise SemifError(f"{SM_PREFIX}PORT={sm_port!r}: a port is a number from 1 to 65535", field="environment")
     return TextTwinConfig(
         model_path=model_path,
         host=host or settings.host,
