@@ -313,12 +313,16 @@ def test_concurrent_clients_match_single_client(server, client, examples):
 
     stop = threading.Event()
     ping_times: list[float] = []
+    ping_statuses: list[int | str] = []  # checked in the test's own thread: an assert in the poller could not fail it
 
     def poll_ping() -> None:
         with httpx.Client(base_url=server.url, timeout=10) as c:
             while not stop.is_set():
                 t0 = time.perf_counter()
-                assert c.get("/ping").status_code == 200
+                try:
+                    ping_statuses.append(c.get("/ping").status_code)
+                except httpx.HTTPError as exc:
+                    ping_statuses.append(type(exc).__name__)
                 ping_times.append(time.perf_counter() - t0)
                 time.sleep(0.05)
 
@@ -345,6 +349,7 @@ def test_concurrent_clients_match_single_client(server, client, examples):
         for g, r in zip(got, ref):
             assert_close(g, r)
     assert len(ping_times) >= 3
+    assert set(ping_statuses) == {200}, ping_statuses
     assert max(ping_times) < MAX_PING_S, f"slowest /ping {max(ping_times):.3f} s"
 
 
@@ -384,7 +389,38 @@ _bodies = st.one_of(
     st.binary(max_size=200),
     _request.map(lambda r: json.dumps(r).encode()[: max(1, len(json.dumps(r)) // 2)]),
 )
+# Hostile classes: lone surrogates (JSON escapes them), control characters, deep nesting, huge
+# integers, NaN/Infinity, and valid JSON in other encodings.
+_surrogates = st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3)
+_controls = st.text(st.characters(categories=["Cc"]), min_size=1, max_size=5)
+_hostile_names = st.one_of(_surrogates, _controls, st.tuples(_words, _surrogates).map("".join))
+_hostile_request = st.fixed_dictionaries({
+    "state": st.one_of(_names, _hostile_names),
+    "questions": st.dictionaries(st.one_of(_words, _hostile_names), st.fixed_dictionaries(
+        {"type": st.just("choice"), "instructions": st.one_of(_names, _hostile_names),
+         "criteria": st.dictionaries(st.one_of(_names, _hostile_names), st.none(), min_size=2, max_size=3)}), min_size=1, max_size=2),
+})
+_hostile_bodies = st.one_of(
+    _hostile_request.map(lambda r: json.dumps(r).encode()),
+    st.integers(65, 5000).map(lambda d: b'{"state": ' + b"[" * d + b"]" * d + b', "questions": {}}'),
+    st.integers(4301, 20000).map(lambda n: b'{"state": ' + b"7" * n + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}'),
+    st.sampled_from([b"NaN", b"Infinity", b"-Infinity", b"1e999"]).map(
+        lambda c: b'{"state": "s", "questions": {"q": {"type": "noul", "instructions": ' + c + b"}}}"),
+    st.tuples(_valid_request, st.sampled_from(["utf-16", "utf-32", "latin-1", "cp1252"])).map(
+        lambda pair: json.dumps(pair[0], ensure_ascii=False).encode(pair[1], errors="replace")),
+)
 _content_types = st.sampled_from(["application/json", "application/jsonlines", "application/json; charset=utf-8", "text/plain", ""])
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=_hostile_bodies, ctype=st.sampled_from(["application/json", "application/jsonlines"]))
+def test_fuzz_hostile_bodies_are_4xx_or_answered_never_5xx(client, body, ctype):
+    response = client.post("/invocations", content=body, headers={"Content-Type": ctype}, timeout=60)
+    assert response.status_code in (200, 400, 413), response.text
+    if response.status_code != 200:
+        assert set(response.json()["error"]) == {"type", "message", "field"}
+    elif ctype == "application/jsonlines":
+        assert all("answers" in r or r["status"] in (400, 413) for r in (json.loads(x) for x in response.text.split("\n") if x))
 
 
 @hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

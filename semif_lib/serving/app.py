@@ -57,7 +57,7 @@ from .wire import (
     read_custom_mode,
     read_limited_body,
 )
-from .worker import InferenceWorker, Job
+from .worker import InferenceWorker, Job, WorkerFailedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["command_serve", "create_app", "load_engine", "main", "register_cli", "run_server"]
 
 log = logging.getLogger("semif.adapter")
+ANSWER_DEADLINE_FACTOR = 2  # a handler gives up after twice SEMIF_REQUEST_TIMEOUT (the worker answers well before)
 
 
 def load_engine(settings: Settings) -> Any:
@@ -79,18 +80,20 @@ def create_app(
     settings: Settings | None = None,
     engine_factory: Callable[[Settings], Any] | None = None,
     on_load_error: Callable[[BaseException], None] | None = None,
+    on_worker_death: Callable[[BaseException], None] | None = None,
 ) -> "FastAPI":
     """Build the ASGI app; the worker starts (and loads the model) in the app's lifespan.
 
     `engine_factory(settings)` runs in the worker thread; tests can pass a fake engine.
-    `on_load_error` is called (from that thread) if loading fails; `run_server` uses it to exit.
+    `on_load_error` / `on_worker_death` are called (from that thread) if loading fails or the
+    worker dies later; `run_server` uses them to exit non-zero.
     """
     from contextlib import asynccontextmanager
 
     from fastapi import FastAPI
 
     settings = settings or load_settings()
-    worker = InferenceWorker(settings, engine_factory or load_engine, settings.queue_size, on_load_error)
+    worker = InferenceWorker(settings, engine_factory or load_engine, settings.queue_size, on_load_error, on_worker_death)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -164,6 +167,8 @@ def _add_sagemaker_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
 
     @app.get("/ping", summary="Health check: 200 once the model is loaded", responses={503: {"model": ErrorBody}})
     async def ping() -> Any:
+        if worker.death is not None:
+            return error_response(WorkerFailedError(f"the inference worker stopped ({type(worker.death).__name__}); the server is exiting"))
         if worker.ready.is_set():
             return {"status": "ok", "model": getattr(worker.engine, "model_id", None), "queued": worker.queued, "pending": worker.pending}
         if worker.load_error is not None:
@@ -224,7 +229,9 @@ def _add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Se
         loop = asyncio.get_running_loop()
         job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
         worker.submit(job)
-        results = await job.future
+        results = await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s)
+        if results is None:  # the client has gone: nobody reads an answer
+            return Response(status_code=499)
         if not jsonlines:
             if isinstance(results[0], SemifError):
                 raise results[0]
@@ -238,6 +245,31 @@ def _add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Se
     doc = _invocation_doc()
     app.add_api_route("/invocations", invoke, methods=["POST"], summary="Score a decision request (SageMaker)", **doc)
     app.add_api_route("/v1/systemone", invoke, methods=["POST"], summary="Score a decision request (System One)", **doc)
+
+
+async def wait_for_disconnect(request: Any) -> None:
+    """Return when the client closes its connection (the body is already read, so only that can arrive)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def await_job(request: Any, job: Job, deadline_s: float) -> list[Any] | None:
+    """The job's results; None if the client left first (the worker then drops the job); 503 past the deadline.
+
+    The worker answers any job it takes within `SEMIF_REQUEST_TIMEOUT` or with a 503, and a dead
+    worker answers all at once, so the deadline is a last guard: no request waits forever.
+    """
+    watch = asyncio.ensure_future(wait_for_disconnect(request))
+    try:
+        done, _ = await asyncio.wait({job.future, watch}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if job.future.done():
+        return job.future.result()
+    job.abandoned = True
+    if watch in done:
+        return None
+    raise ServiceBusyError(f"no answer within {deadline_s:.0f} s; retry", retry_after=5)
 
 
 def _add_systemone_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
@@ -273,7 +305,7 @@ def _install_openapi(app: "FastAPI") -> None:
 
 # ----------------------------------------------------------------- running it
 def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | None = None) -> int:
-    """Serve until SIGTERM/SIGINT; return 0 after a graceful drain, 2 if the model could not load.
+    """Serve until SIGTERM/SIGINT; return 0 after a graceful drain, 2 if the model could not load, 3 if the worker died.
 
     The model path is resolved before the port opens, so a missing model fails at once; a model
     that fails to load (corrupt, wrong format) stops the server and gives exit status 2.
@@ -283,20 +315,27 @@ def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | N
 
         find_model_path(settings.model_path, settings.model_dir)  # ModelNotFoundError -> exit 2 now
     failure: list[BaseException] = []
+    death: list[BaseException] = []
     holder: dict[str, Any] = {}
 
-    def on_load_error(exc: BaseException) -> None:
-        failure.append(exc)
-        server = holder.get("server")
-        if server is not None:
-            server.should_exit = True
+    def stop_on(kind: list[BaseException]) -> Callable[[BaseException], None]:
+        def record(exc: BaseException) -> None:
+            kind.append(exc)
+            server = holder.get("server")
+            if server is not None:
+                server.should_exit = True
+        return record
 
-    app = create_app(settings, engine_factory, on_load_error=on_load_error)
+    app = create_app(settings, engine_factory, on_load_error=stop_on(failure), on_worker_death=stop_on(death))
     server = serve_uvicorn(app, settings.host, settings.port, on_server=lambda srv: holder.__setitem__("server", srv))
     if failure:
         exc = failure[0]
         print(f"semif serve: error: cannot load the model: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 2
+    if death:
+        print(f"semif serve: error: the inference worker died ({type(death[0]).__name__}: {death[0]}); exiting so that "
+              "SageMaker replaces this container", file=sys.stderr)
+        return 3
     return 0 if server.started else 1
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..decision.schema import DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
-from ..errors import InvalidRequestError, PayloadTooLargeError, SemifError, ServiceBusyError, UnauthorizedError
+from ..errors import InvalidRequestError, PayloadTooLargeError, SemifError, UnauthorizedError
 from ..jsonlines import split_lines
 
 __all__ = [
@@ -168,11 +168,11 @@ def dump_error_record(exc: SemifError, record_id: Any) -> dict[str, Any]:
 
 
 def error_response(exc: SemifError) -> Any:
-    """The JSON response for `exc`, with `Retry-After` on 503 and `WWW-Authenticate` on 401."""
+    """The JSON response for `exc`, with `Retry-After` on a retryable 503 and `WWW-Authenticate` on 401."""
     from fastapi.responses import JSONResponse
 
     headers: dict[str, str] = {}
-    if isinstance(exc, ServiceBusyError):
+    if getattr(exc, "retry_after", None) is not None:  # ServiceBusyError, DecodeError: worth retrying
         headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, UnauthorizedError):
         headers["WWW-Authenticate"] = "Bearer"

@@ -9,6 +9,12 @@ a full queue answers 503 with `Retry-After` instead of letting clients time out.
 
 Nothing here knows HTTP: a `Job` carries parsed requests in and `resolve_job` hands the
 results back to the event loop that is awaiting them.
+
+The worker is supervised: a job whose client has gone is dropped when its turn comes, one that
+waited longer than `SEMIF_REQUEST_TIMEOUT` gets a 503 instead of work nobody will read, and if
+the thread itself dies every waiting request gets a 503 at once, `/ping` turns 503 and
+`on_death` lets the server exit non-zero, so SageMaker replaces the container instead of
+routing traffic to a process that can no longer answer.
 """
 
 from __future__ import annotations
@@ -16,19 +22,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..decision.schema import DecisionRequest, DecisionResponse
 from ..errors import ModelLoadError, SemifError, ServiceBusyError
 from ..settings import Settings
 
-__all__ = ["MAX_BATCH_REQUESTS", "InferenceWorker", "Job", "resolve_job"]
+__all__ = ["MAX_BATCH_REQUESTS", "InferenceWorker", "Job", "WorkerFailedError", "resolve_job"]
 
 log = logging.getLogger("semif.adapter")  # the adapter's logger name, shared with `app`
 
 MAX_BATCH_REQUESTS = 8  # requests handed to one score_batch call; bounds the KV cells held at once
+
+
+class WorkerFailedError(ServiceBusyError):
+    """The inference thread died: this instance can no longer answer (503, and the process exits)."""
+
+    error_type = "worker_failed"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retry_after=1)
 
 
 @dataclass
@@ -39,6 +55,8 @@ class Job:
     mode: str | None
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
+    created: float = field(default_factory=time.monotonic)
+    abandoned: bool = False  # the client went away or stopped waiting: drop it, do not compute it
 
 
 def resolve_job(job: Job, results: list[DecisionResponse | SemifError]) -> None:
@@ -68,13 +86,18 @@ class InferenceWorker:
         engine_factory: Callable[[Settings], Any],
         max_queue: int,
         on_load_error: Callable[[BaseException], None] | None = None,
+        on_death: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.settings = settings
         self.engine_factory = engine_factory
         self.max_queue = max_queue
         self.on_load_error = on_load_error
+        self.on_death = on_death
         self.engine: Any = None
         self.load_error: BaseException | None = None
+        self.death: BaseException | None = None  # why the worker thread ended while serving
+        self.dropped = 0  # jobs whose client had gone when their turn came
+        self.expired = 0  # jobs that had waited past SEMIF_REQUEST_TIMEOUT
         self.ready = threading.Event()
         self._jobs: deque[Job] = deque()
         self._cond = threading.Condition()
@@ -87,6 +110,8 @@ class InferenceWorker:
         self._thread.start()
 
     def submit(self, job: Job) -> None:
+        if self.death is not None:
+            raise WorkerFailedError(f"the inference worker stopped ({type(self.death).__name__}); the server is exiting")
         if not self.ready.is_set():
             if self.load_error is not None:
                 raise ModelLoadError(f"the model failed to load: {self.load_error}")
@@ -108,8 +133,8 @@ class InferenceWorker:
     def pending(self) -> int:
         return self._pending
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Finish the accepted jobs, then close the engine in the thread that owns it."""
+    def stop(self, timeout: float | None = 60.0) -> None:
+        """Finish the accepted jobs, then close the engine in the thread that owns it (waits at most `timeout` s)."""
         with self._cond:
             self._closing = True
             self._cond.notify()
@@ -129,6 +154,7 @@ class InferenceWorker:
         self.engine = engine
         self.ready.set()
         log.info("model %s loaded; serving", getattr(engine, "model_id", "?"))
+        jobs: list[Job] = []
         try:
             while True:
                 with self._cond:
@@ -139,7 +165,7 @@ class InferenceWorker:
                     jobs = list(self._jobs)
                     self._jobs.clear()
                 try:
-                    self._process(jobs)
+                    self._process(self._admit(jobs))
                 except Exception as exc:  # noqa: BLE001 - never leave a client waiting on a worker bug
                     log.exception("worker failed on %d jobs", len(jobs))
                     for job in jobs:
@@ -147,10 +173,44 @@ class InferenceWorker:
                 finally:
                     with self._cond:
                         self._pending -= len(jobs)
+                jobs = []
+        except BaseException as exc:  # noqa: BLE001 - the thread is dying: answer everyone, then let the server exit
+            self._die(exc, jobs)
         finally:
             close = getattr(engine, "close", None)
             if close is not None:
                 close()
+
+    def _admit(self, jobs: list[Job]) -> list[Job]:
+        """The jobs still worth computing: drop those whose client left, answer 503 to those past the timeout."""
+        now, keep = time.monotonic(), []
+        for job in jobs:
+            waited = now - job.created
+            if job.abandoned:
+                self.dropped += 1
+            elif waited > self.settings.request_timeout_s:
+                self.expired += 1
+                busy = ServiceBusyError(f"the request waited {waited:.0f} s for the model, longer than SEMIF_REQUEST_TIMEOUT="
+                                        f"{self.settings.request_timeout_s:g} s; retry", retry_after=2)
+                resolve_job(job, [busy] * len(job.items))
+            else:
+                keep.append(job)
+        return keep
+
+    def _die(self, exc: BaseException, in_flight: list[Job]) -> None:
+        """Record the death, answer every accepted job with a 503, and tell the server to exit."""
+        self.death = exc
+        self.ready.clear()
+        log.critical("the inference worker died: %s: %s", type(exc).__name__, exc)
+        with self._cond:
+            waiting = in_flight + list(self._jobs)
+            self._jobs.clear()
+            self._pending = 0
+        failed = WorkerFailedError(f"the inference worker stopped ({type(exc).__name__}); retry on another instance")
+        for job in waiting:
+            resolve_job(job, [failed] * len(job.items))
+        if self.on_death is not None:
+            self.on_death(exc)
 
     def _process(self, jobs: list[Job]) -> None:
         """Score every queued job; requests of the same mode share `score_batch` calls."""

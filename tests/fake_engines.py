@@ -1,0 +1,50 @@
+"""Engines for the adapter's supervision tests: they answer noul questions without a model and
+let a test hold, crash or count the worker's calls. Only the worker and the HTTP layer are under
+test here; the real engine's own failures are tested in test_engine_faults.py."""
+
+from __future__ import annotations
+
+import threading
+
+from semif_lib.decision.schema import DecisionResponse
+
+
+def answer(request) -> DecisionResponse:
+    answers = {qid: {"type": "noul", "noul": 0.5, "probabilities": {"true": 0.5, "false": 0.5}, "option_mass": 1.0}
+               for qid in request.questions}
+    return DecisionResponse.model_validate({"model": "fake", "answers": answers, "usage": {"input_tokens": 1}})
+
+
+class GateEngine:
+    """`score` waits until `gate` is set; `started` counts the calls that began."""
+
+    model_id = "fake"
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.started = threading.Semaphore(0)
+        self.calls = 0
+
+    def score(self, request, mode=None):
+        self.calls += 1
+        self.started.release()
+        if not self.gate.wait(60):
+            raise RuntimeError("the test never opened the gate")
+        return answer(request)
+
+    def close(self) -> None:
+        self.gate.set()
+
+
+class Crash(BaseException):
+    """Not an Exception: what kills a thread (as a C extension's fatal error, or a stray SystemExit, would)."""
+
+
+class CrashingEngine:
+    model_id = "fake"
+
+    def score(self, request, mode=None):
+        raise Crash("the engine thread is gone")
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,182 @@
+"""The inference worker under supervision (no model: fake engines, so every step is deterministic):
+a full queue answers 503 at once, a request past SEMIF_REQUEST_TIMEOUT gets a 503 instead of work,
+a client that left is never computed, and a dead worker answers everyone, turns /ping 503 and
+makes the server exit non-zero."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import httpx
+import pytest
+
+from conftest import ROOT, free_port
+from fake_engines import CrashingEngine, GateEngine
+from test_adapter import assert_error
+
+SMALL = {"state": "s", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}
+
+
+@contextmanager
+def serving(engine, **settings_overrides) -> Iterator[tuple[str, object]]:
+    """The real app under uvicorn in a thread (real sockets, so a client can really disconnect)."""
+    import uvicorn
+
+    from semif_lib.serving.app import create_app
+    from semif_lib.settings import Settings
+
+    deaths: list[BaseException] = []
+    app = create_app(Settings(**settings_overrides), engine_factory=lambda _: engine, on_worker_death=deaths.append)
+    app.state.deaths = deaths
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while not server.started or httpx.get(url + "/ping").status_code != 200:
+        assert time.monotonic() < deadline, "the app did not start"
+        time.sleep(0.05)
+    try:
+        yield url, app
+    finally:
+        engine.close()
+        server.should_exit = True
+        thread.join(30)
+
+
+def post_in_background(url: str, results: dict, key: str, timeout: float = 60) -> threading.Thread:
+    def call() -> None:
+        try:
+            results[key] = httpx.post(url + "/invocations", json=SMALL, timeout=timeout)
+        except httpx.HTTPError as exc:
+            results[key] = exc
+    thread = threading.Thread(target=call)
+    thread.start()
+    return thread
+
+
+def wait_until(condition, what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_full_queue_answers_503_at_once_and_loses_nothing():
+    engine = GateEngine()
+    with serving(engine, queue_size=1) as (url, app):
+        worker = app.state.worker
+        results: dict = {}
+        first = post_in_background(url, results, "first")
+        assert engine.started.acquire(timeout=10)  # the worker holds the first request
+        second = post_in_background(url, results, "second")
+        wait_until(lambda: worker.queued == 1, "the second request to queue")
+        third = httpx.post(url + "/invocations", json=SMALL, timeout=10)
+        assert_error(third, 503)
+        assert int(third.headers["retry-after"]) >= 1
+        engine.gate.set()
+        first.join(10), second.join(10)
+        assert results["first"].status_code == 200 and results["second"].status_code == 200
+        assert httpx.get(url + "/ping").json()["pending"] == 0
+
+
+def test_a_request_past_the_timeout_gets_503_instead_of_work():
+    engine = GateEngine()
+    with serving(engine, request_timeout_s=0.3) as (url, app):
+        results: dict = {}
+        first = post_in_background(url, results, "first")
+        assert engine.started.acquire(timeout=10)
+        late = post_in_background(url, results, "late")
+        wait_until(lambda: app.state.worker.queued == 1, "the late request to queue")
+        time.sleep(0.5)  # it now waits longer than SEMIF_REQUEST_TIMEOUT
+        engine.gate.set()
+        first.join(10), late.join(10)
+        assert results["first"].status_code == 200
+        error = assert_error(results["late"], 503)
+        assert "SEMIF_REQUEST_TIMEOUT" in error["message"] and results["late"].headers["retry-after"]
+        assert engine.calls == 1 and app.state.worker.expired == 1
+
+
+def test_a_request_whose_client_left_is_never_computed():
+    engine = GateEngine()
+    with serving(engine) as (url, app):
+        results: dict = {}
+        first = post_in_background(url, results, "first")
+        assert engine.started.acquire(timeout=10)
+        gone = post_in_background(url, results, "gone", timeout=0.5)  # gives up and closes its connection
+        gone.join(10)
+        assert isinstance(results["gone"], httpx.TimeoutException)
+        time.sleep(0.3)  # the server notices the disconnect
+        engine.gate.set()
+        first.join(10)
+        wait_until(lambda: app.state.worker.pending == 0, "the queue to drain")
+        assert results["first"].status_code == 200
+        assert engine.calls == 1 and app.state.worker.dropped == 1
+
+
+def test_a_dead_worker_answers_everyone_pings_503_and_stops_the_server():
+    with serving(CrashingEngine()) as (url, app):
+        error = assert_error(httpx.post(url + "/invocations", json=SMALL, timeout=10), 503)
+        assert "worker" in error["message"]
+        assert_error(httpx.get(url + "/ping"), 503)
+        assert_error(httpx.post(url + "/invocations", json=SMALL, timeout=10), 503)
+        assert len(app.state.deaths) == 1
+
+
+def test_a_dead_worker_makes_semif_serve_exit_non_zero():
+    port = free_port()
+    script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+              "from fake_engines import CrashingEngine\n"
+              "from semif_lib.serving.app import run_server\n"
+              "from semif_lib.settings import Settings\n"
+              f"sys.exit(run_server(Settings(port={port}), engine_factory=lambda _: CrashingEngine()))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/ping", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        assert_error(httpx.post(url + "/invocations", json=SMALL, timeout=10), 503)
+        code = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    output = proc.stdout.read()
+    assert code == 3, output
+    assert "inference worker died" in output
+
+
+@pytest.mark.parametrize("body, field", [
+    (b'{"state": NaN, "questions": {"q": {"type": "noul", "instructions": "x"}}}', "body"),
+    (b'{"state": Infinity, "questions": {"q": {"type": "noul", "instructions": "x"}}}', "body"),
+    (b'{"state": "\\ud800", "questions": {"q": {"type": "noul", "instructions": "x"}}}', "state"),
+    (b'{"state": "s", "questions": {"q": {"type": "noul", "instructions": "\\udfff?"}}}', "questions.q.instructions"),
+    (b'{"state": ' + b"[" * 100_000 + b"]" * 100_000 + b', "questions": {}}', "body"),
+    (b'{"state": ' + b"[" * 80 + b"1" + b"]" * 80 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}', "state" + "[0]" * 64),
+    (b'{"state": ' + b"9" * 5000 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}', "body"),
+])
+def test_hostile_json_is_a_400_naming_the_field(body, field):
+    engine = GateEngine()
+    engine.gate.set()
+    with serving(engine) as (url, _):
+        response = httpx.post(url + "/invocations", content=body, headers={"Content-Type": "application/json"}, timeout=30)
+        assert_error(response, 400, field)
+        lines = httpx.post(url + "/invocations", content=body + b"\n" + b'{"id": "ok", "state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}\n',
+                           headers={"Content-Type": "application/jsonlines"}, timeout=30)
+        assert lines.status_code == 200
+        records = [json.loads(line) for line in lines.text.split("\n") if line]
+        assert records[0]["status"] == 400 and records[1]["id"] == "ok" and "answers" in records[1]
+    assert engine.calls == 1  # only the good line reached the engine
