@@ -529,6 +529,17 @@ def command_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def parse_int_list(text: str) -> list[int]:
     """`0,1,2` -> [0, 1, 2], for argparse (which turns the ValueError into a usage error)."""
     try:
@@ -543,18 +554,21 @@ def register_cli(sub: Any) -> None:
     modes = which.add_parser("modes", help="the 37x21 workload through every path, interleaved per state")
     modes.add_argument("--quick", action="store_true",
                        help=f"first {QUICK_STATES} states, fresh on {QUICK_FRESH_QUESTIONS} questions each (a few minutes on 2 cores)")
-    modes.add_argument("--states", type=int, help="first N states")
+    modes.add_argument("--states", type=positive_int, help="first N states")
     modes.add_argument("--workload", type=Path, default=WORKLOAD)
     modes.add_argument("--paths", default=",".join(PATHS), help="comma-separated subset of " + ",".join(PATHS))
-    modes.add_argument("--fresh-questions", type=int, dest="fresh_questions",
+    modes.add_argument("--fresh-questions", type=positive_int, dest="fresh_questions",
                        help="fresh scores only the first N questions per state (its cost per decision does not depend on N)")
     rvg = which.add_parser("readout-vs-generation", help="21 criteria on one state: readout against JSON generation")
     rvg.add_argument("--request", type=Path, default=SINGLE_STATE)
-    rvg.add_argument("--runs", type=int, default=3)
+    rvg.add_argument("--runs", type=positive_int, default=3)
     res = which.add_parser("residency", help="branch time of a cached request with other states' prefixes resident")
-    res.add_argument("--states", type=int, default=6, help="first N states; each is a target but the last ones, which stay resident for the earlier")
+    res.add_argument("--states", type=positive_int, default=6, help="first N states; each is a target but the last ones, which stay resident for the earlier")
     res.add_argument("--workload", type=Path, default=WORKLOAD)
     res.add_argument("--resident", type=parse_int_list, default=[0, 1, 2], help="comma-separated numbers of other resident prefixes (default 0,1,2)")
+    from .robustness import register_cli as register_robustness
+
+    register_robustness(which)  # semif bench robustness: semif serve under load and faults (no engine flags: it starts servers)
     for p in (modes, rvg, res):
         add_engine_arguments(p)
         p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")

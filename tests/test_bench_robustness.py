@@ -1,0 +1,28 @@
+"""`semif bench robustness` phase by phase, small, against real `semif serve` processes (no timing asserted:
+the figures the README quotes come from the full run on a quiet machine)."""
+
+from __future__ import annotations
+
+from semif_lib.measurement import robustness
+
+from conftest import free_port
+
+
+def test_every_phase_runs_and_hostile_input_is_4xx(tmp_path):
+    assert len(robustness.bad_input_cases()) >= 40
+    with robustness.running_serve(free_port(), robustness.server_env(2), tmp_path / "serve.log") as url:
+        load = robustness.run_load(url, clients=3, per_client=2)
+        assert load["requests"] == 6 and load["lost"] == 0 and load["answered_5xx"] == 0 and load["ping_non_200"] == 0
+        kv = robustness.run_kv_pressure(url, concurrent=4, small=3)
+        assert kv["long_2xx"] == 4 and kv["small_after_2xx"] == 3
+        nested = robustness.run_nested_prefixes(url, requests=6)
+        assert nested["answered_2xx"] == 6 and nested["full_cache_hits"] >= 2 and nested["pending_after"] == 0
+        bad = robustness.run_bad_inputs(url)
+        wrong = [c for c in bad["cases"] if c["status"] != c["expected"] or not c["json_error"]]
+        assert wrong == [] and bad["answered_5xx"] == 0
+    env = robustness.server_env(2, SEMIF_FAULT_RATE="0.2", SEMIF_FAULT_SEED="3")
+    with robustness.running_serve(free_port(), env, tmp_path / "faults.log") as url:
+        faults = robustness.run_decode_faults(url, requests=12)
+    assert faults["answers"].get("503 decode_failed", 0) >= 1, faults
+    assert faults["failed_not_recovered"] == 0 and faults["other_5xx"] == 0
+    assert set(faults["last_20_status"]) <= {"200", "503"}
