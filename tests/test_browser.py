@@ -54,10 +54,8 @@ SERVER_START_S = 120
 PAGE_LOAD_S = 180
 RUN_ALL_S = 420
 CLICK_S = 180
-# Run All reaches notebook 00's last cell, `engine.close()`, before anyone can press Score, and Score on
-# a closed engine kills the kernel (llama.cpp aborts on the freed model). Until notebook 00 drops that
-# cell (and the engine refuses to score once closed), the copy served here leaves it out.
-DROPPED_CELLS = {"00_local_quickstart.ipynb": {"engine.close()"}}
+# Cells left out of the served copies (none now: notebook 00 no longer closes the engine its form uses).
+DROPPED_CELLS: dict[str, set[str]] = {}
 # Smaller than notebook 05's defaults (as in tests/test_notebooks.py), same cells.
 PARAMETERS = {"05_score_decisions_prefix_forking.ipynb": {"STATE_INDEX": 26, "QUESTIONS": 3}}
 RUN_ID = "br0wse"
