@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
 
     # --- work one request may ask for (over a limit: 413 naming the limit and the value) ---
-    max_questions: int = Field(64, ge=1, le=256, description="Questions in one request (the 37x21 workload asks 21).")
+    max_questions: int = Field(128, ge=1, le=256, description="Questions in one request (the 37x21 workload asks 21).")
     max_options: int = Field(255, ge=2, le=255, description="Options of one choice question.")
     max_branch_tokens: int = Field(16384, ge=64, description="Tokens decoded after the prefix for one request (sequence readouts add one branch per option).")
 

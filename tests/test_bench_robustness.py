@@ -26,3 +26,15 @@ def test_every_phase_runs_and_hostile_input_is_4xx(tmp_path):
     assert faults["answers"].get("503 decode_failed", 0) >= 1, faults
     assert faults["failed_not_recovered"] == 0 and faults["other_5xx"] == 0
     assert set(faults["last_20_status"]) <= {"200", "503"}
+
+
+def test_readme_quotes_the_robustness_results_verbatim():
+    import json
+
+    from conftest import ROOT
+
+    doc = json.loads((ROOT / "results" / "bench" / "robustness.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert robustness.format_markdown(doc) in readme
+    assert "semif bench robustness --threads 2" in readme and doc["command"] == "semif bench robustness --threads 2"
+    assert all(figure["met"] for figure in doc["figures"].values())

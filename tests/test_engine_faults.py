@@ -180,10 +180,10 @@ def test_nested_prefixes_reuse_the_exact_entry_and_leak_nothing(faulty):
 
 
 def test_work_limits_are_413s_naming_the_limit(faulty):
-    many = {f"q{i}": {"type": "noul", "instructions": f"Is fact {i} true?"} for i in range(70)}
+    many = {f"q{i}": {"type": "noul", "instructions": f"Is fact {i} true?"} for i in range(130)}
     with pytest.raises(PayloadTooLargeError) as info:
         faulty.score({"state": "s", "questions": many})
-    assert info.value.field == "questions" and "70" in info.value.message and "SEMIF_MAX_QUESTIONS" in info.value.message
+    assert info.value.field == "questions" and "130" in info.value.message and "SEMIF_MAX_QUESTIONS" in info.value.message
     options = {f"option number {i}": None for i in range(40)}
     seq = {"q": {"type": "choice", "instructions": "Which?", "criteria": options, "readout": "sequence"}}
     settings = faulty.settings

@@ -1,7 +1,8 @@
 """The AWS wing: everything a workshop run creates in an account, and how it is removed.
 
 `clients` (boto3 clients, tags, waits), `dlc` (the llama.cpp DLC's registry and images),
-`state` (the run's resource registry), `packaging` (model.tar.gz to S3), `iamroles`,
+`state` (the run's resource registry), `preflight` (the caller's permissions, before anything
+is created), `packaging` (model.tar.gz to S3), `iamroles`,
 `deployment` (endpoints and invocation), `imagebuild` (CodeBuild to ECR), `scaling` (Batch
 Transform, autoscaling) and `teardown` (a deleter per recorded resource kind).
 

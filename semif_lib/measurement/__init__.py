@@ -3,7 +3,8 @@
 `bench` (`semif bench`: execution paths, readout against generation, prefix residency),
 `baseline` (what a user of llama-cpp-python's chat API would do instead), `evaluation`
 (`semif eval`: quality on labeled workloads), `calibration` (fitting temperatures and the file
-the decision wing applies) and `plots` (figures for the notebooks).
+the decision wing applies), `robustness` (`semif bench robustness`: a `semif serve` process under
+load and faults, driven over HTTP) and `plots` (figures for the notebooks).
 
 Doors: measurement imports the decision wing and the plumbing; nothing below it imports
 measurement. It never imports serving or the AWS wing.

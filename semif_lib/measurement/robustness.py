@@ -233,7 +233,7 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
         ("application/xml", b"<state/>", {"Content-Type": "application/xml"}, "/invocations", 415),
         ("body over 6 MB", b'{"state": "' + b"x" * (6 << 20) + b'"}', {}, "/invocations", 413),
         ("state longer than the context", body(req(state="word " * 3000)), {}, "/invocations", 413),
-        ("more questions than SEMIF_MAX_QUESTIONS", body(req({f"q{i}": {"type": "noul", "instructions": "x"} for i in range(65)})), {}, "/invocations", 413),
+        ("more questions than SEMIF_MAX_QUESTIONS", body(req({f"q{i}": {"type": "noul", "instructions": "x"} for i in range(129)})), {}, "/invocations", 413),
         ("JSON Lines with no record", b"\n\n", {"Content-Type": "application/jsonlines"}, "/invocations", 400),
         ("JSON Lines not UTF-8", b'{"state": "\xff"}\n', {"Content-Type": "application/jsonlines"}, "/invocations", 400),
         ("unknown route", b"", {}, "/nope", 404),
