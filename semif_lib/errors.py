@@ -70,15 +70,10 @@ class ModelLoadError(SemifError):
     error_type = "model_load_failed"
 
 
-class DecodeError(SemifError):
+class DecodeError(ServiceBusyError):
     """llama.cpp could not decode a batch; the engine has released what the request held, so a retry can succeed."""
 
-    status_code = 503
     error_type = "decode_failed"
-
-    def __init__(self, message: str, *, retry_after: int = 1) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class EngineStateError(SemifError):

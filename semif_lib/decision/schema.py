@@ -261,10 +261,11 @@ def format_validation_error(exc: ValidationError) -> InvalidRequestError:
 def parse_request(data: Any) -> DecisionRequest:
     """Validate a decoded JSON value (or raw bytes) into a `DecisionRequest`, raising a 400 error."""
     if isinstance(data, (bytes, str)):
-        data = parse_json_bytes(data)
+        data = parse_json_bytes(data)  # checks the value as it parses it
+    else:
+        check_json_value(data)
     if not isinstance(data, dict):
         raise InvalidRequestError("request must be a JSON object", field="body")
-    check_json_value(data)
     try:
         return _REQUEST_ADAPTER.validate_python(data)
     except ValidationError as exc:

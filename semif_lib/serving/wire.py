@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..decision.schema import DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
-from ..errors import InvalidRequestError, PayloadTooLargeError, SemifError, UnauthorizedError
+from ..errors import InvalidRequestError, PayloadTooLargeError, SemifError, ServiceBusyError, UnauthorizedError
 from ..jsonlines import split_lines
 
 __all__ = [
@@ -172,7 +172,7 @@ def error_response(exc: SemifError) -> Any:
     from fastapi.responses import JSONResponse
 
     headers: dict[str, str] = {}
-    if getattr(exc, "retry_after", None) is not None:  # ServiceBusyError, DecodeError: worth retrying
+    if isinstance(exc, ServiceBusyError):  # the queue, shutdown, a dead worker, a failed decode: worth retrying
         headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, UnauthorizedError):
         headers["WWW-Authenticate"] = "Bearer"
