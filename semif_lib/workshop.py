@@ -233,7 +233,7 @@ def deploy_text_model(settings: Settings | None = None, state: WorkshopState | N
 
     settings, state = settings_and_state(settings, state)
     if settings.target == "local":
-        from .serving.llama_flags import build_sm_env
+        from .llama_flags import build_sm_env
 
         env = build_sm_env(deployment.text_settings(settings.dlc_variant, llama_settings))
         url = start_local_server("text", _local_model_dir(settings, state), settings, state, env=env)

@@ -15,7 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
-PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments")
+PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers")
 TOP_FLOOR = ("cli", "workshop", "notebook")
 MAX_FUNCTION_LINES = 80
 

@@ -39,7 +39,7 @@ def test_dlc_image_uri_rejects_unknowns():
 # ------------------------------------------------------------------ environment
 def test_container_env_uses_the_twin_translation():
     from semif_lib.aws.deployment import build_container_env, default_text_settings
-    from semif_lib.serving.llama_flags import translate_sm_env
+    from semif_lib.llama_flags import translate_sm_env
 
     env = build_container_env(default_text_settings("cuda"))
     assert env == {"SM_LLAMA_CPP_CTX_SIZE": "4096", "SM_LLAMA_CPP_JINJA": "true", "SM_LLAMA_CPP_N_GPU_LAYERS": "999"}

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from semif_lib.serving.llama_flags import (
+from semif_lib.llama_flags import (
     build_server_command,
     build_sm_env,
     parse_flags,
@@ -33,9 +33,11 @@ def test_dlc_rules():
 
 
 def test_values_are_kept_verbatim():
-    # Only the exact strings "true"/"false" are special; values are one argument each, never split.
-    env = {"SM_LLAMA_CPP_ALIAS": "True", "SM_LLAMA_CPP_CHAT_TEMPLATE_KWARGS": '{"a": 1}', "SM_LLAMA_CPP_FLASH_ATTN": "on"}
-    assert translate_sm_env(env) == ["--alias", "True", "--chat-template-kwargs", '{"a": 1}', "--flash-attn", "on"]
+    # "true"/"false" in any case are special (the entrypoint lowercases the value before comparing);
+    # everything else is one argument, never split.
+    env = {"SM_LLAMA_CPP_ALIAS": "Truth", "SM_LLAMA_CPP_CHAT_TEMPLATE_KWARGS": '{"a": 1}', "SM_LLAMA_CPP_FLASH_ATTN": "on",
+           "SM_LLAMA_CPP_JINJA": "True", "SM_LLAMA_CPP_MLOCK": "FALSE"}
+    assert translate_sm_env(env) == ["--alias", "Truth", "--chat-template-kwargs", '{"a": 1}', "--flash-attn", "on", "--jinja"]
 
 
 def test_build_sm_env():
@@ -69,7 +71,7 @@ _names = st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,6}){0,2}", fullmatch=Tru
 _values = st.one_of(
     st.booleans(), st.none(), st.integers(-5, 100000),
     st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=20).filter(
-        lambda v: v not in ("true", "false") and not v.startswith("--")),
+        lambda v: v.lower() not in ("true", "false") and not v.startswith("--")),
 )
 
 

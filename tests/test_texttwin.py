@@ -103,7 +103,7 @@ def test_flags_map_onto_llama_cpp_python_settings():
 
 
 def test_config_precedence_and_dlc_model_discovery(tmp_path):
-    from semif_lib.serving.llama_flags import build_sm_env
+    from semif_lib.llama_flags import build_sm_env
     from semif_lib.serving.texttwin import TEXT_PORT, build_text_config
     from semif_lib.settings import Settings
 

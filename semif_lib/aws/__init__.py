@@ -7,6 +7,6 @@ is created), `packaging` (model.tar.gz to S3), `iamroles`,
 Transform, autoscaling) and `teardown` (a deleter per recorded resource kind).
 
 Doors: this wing never imports the decision wing or llama_cpp (a notebook in Studio can run it
-without a model), and boto3 loads only inside the functions that call AWS. It may read the DLC's
-`SM_LLAMA_CPP_*` rules from `serving.llama_flags`.
+without a model), and boto3 loads only inside the functions that call AWS. It reads the DLC's
+`SM_LLAMA_CPP_*` rules from the plumbing (`llama_flags`).
 """

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..serving.llama_flags import build_sm_env
+from ..llama_flags import build_sm_env
 from ..settings import Settings, load_settings
 from .clients import (
     ResourceFailedError,

@@ -2,9 +2,9 @@
 
 `app` (`semif serve`: the routes), `wire` (request bodies, response and error bodies, the OpenAPI
 models), `worker` (the one thread that owns the engine), `runner` (uvicorn with SageMaker's
-SIGTERM drain), `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC),
-`llama_flags` (the DLC's `SM_LLAMA_CPP_*` rules) and `llamabinding` (the container's check that
-llama-cpp-python fits the DLC's libllama).
+SIGTERM drain), `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC) and
+`llamabinding` (the container's check that llama-cpp-python fits the DLC's libllama). The DLC's
+`SM_LLAMA_CPP_*` rules are plumbing (`semif_lib.llama_flags`): the replica image runs that file too.
 
 Doors: serving imports the decision wing and the plumbing, never the AWS wing or measurement.
 """

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..arguments import add_engine_arguments, run_command
 from ..errors import ModelLoadError, SemifError
+from ..llama_flags import SM_PREFIX, parse_flags, translate_sm_env
 from ..settings import Settings, load_settings
-from .llama_flags import SM_PREFIX, parse_flags, translate_sm_env
 from .runner import serve_uvicorn
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,23 +1,29 @@
 """`SM_LLAMA_CPP_*` environment variables <-> `llama-server` flags, with the AWS llama.cpp DLC's rules.
 
 The DLC's SageMaker entrypoint turns every `SM_LLAMA_CPP_FOO_BAR=value` into `--foo-bar value`:
-the prefix is stripped, the rest lowercased and `_` becomes `-`; `true` or an empty value gives a
-bare flag, `false` drops the variable, and `MODEL`, `MODEL_DIR` and `PORT` are consumed by the
+the prefix is stripped, the rest lowercased and `_` becomes `-`; `true` (any case) or an empty
+value gives a bare flag, `false` (any case) drops the variable, and `MODEL`, `MODEL_DIR` and `PORT` are consumed by the
 entrypoint itself. One function implements that rule (`translate_sm_env`) and one builds the
 environment from a settings dict (`build_sm_env`), so the same configuration drives the real DLC
-endpoint and the local twin (`semif serve-text`). Both are plain string functions: no imports
-beyond the standard library, because the AWS deployment code imports this module too.
+endpoint, the local twin (`semif serve-text`), the DLC replica image's entrypoint and the native
+llama-server that `semif bench peer` runs. Plain string functions, standard library only: the
+replica image runs this file with the system `python3` (`python3 llama_flags.py server-command`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from pathlib import Path
 from typing import Mapping, Sequence
 
 __all__ = [
     "ENTRYPOINT_KEYS",
     "SM_PREFIX",
     "build_server_command",
+    "find_dlc_model",
+    "find_gguf_in_dir",
     "build_sm_env",
     "parse_flags",
     "translate_sm_env",
@@ -27,6 +33,7 @@ SM_PREFIX = "SM_LLAMA_CPP_"
 # Consumed by the DLC entrypoint (model resolution and nginx port), never forwarded as flags.
 ENTRYPOINT_KEYS = frozenset({"MODEL", "MODEL_DIR", "PORT"})
 UPSTREAM_PORT = 8081  # LLAMA_CPP_UPSTREAM_PORT default: llama-server behind nginx
+DLC_MODEL_DIR = "/opt/ml/model"
 
 # SageMaker's limits on a container's Environment map.
 MAX_ENV_ENTRIES = 100
@@ -39,8 +46,8 @@ SettingValue = str | int | float | bool | None
 def translate_sm_env(env: Mapping[str, str]) -> list[str]:
     """`llama-server` arguments for the `SM_LLAMA_CPP_*` entries of `env`, as the DLC builds them.
 
-    Variables are taken in sorted order (as bash's `${!SM_LLAMA_CPP_@}` expands them), so the
-    result is deterministic. `true`/`false` are matched exactly, as the entrypoint's shell test does.
+    Variables are taken in sorted order, so the result is deterministic (the entrypoint walks `env`).
+    `true`/`false` are compared lowercased, as the entrypoint does (`tr '[:upper:]' '[:lower:]'`).
     """
     flags: list[str] = []
     for key in sorted(env):
@@ -51,9 +58,9 @@ def translate_sm_env(env: Mapping[str, str]) -> list[str]:
             continue
         value = env[key]
         flag = "--" + name.lower().replace("_", "-")
-        if value == "false":
+        if value.lower() == "false":
             continue
-        if value in ("true", ""):
+        if value.lower() == "true" or value == "":
             flags.append(flag)
         else:
             flags.extend([flag, value])
@@ -124,6 +131,31 @@ def parse_flags(flags: Sequence[str]) -> dict[str, str | bool]:
     return out
 
 
+def find_gguf_in_dir(model_dir: Path, max_depth: int = 2) -> Path | None:
+    """First `*.gguf` (sorted, shallowest first) up to `max_depth` levels under `model_dir`.
+
+    The DLC's `find MODEL_DIR -maxdepth 2 -name '*.gguf' | head -n1` takes directory order, which
+    is arbitrary; sorted is the same choice whenever there is one candidate, and reproducible
+    when there are several. For a sharded model the first shard (`-00001-of-N`) sorts first.
+    """
+    if not model_dir.is_dir():
+        return None
+    for depth in range(max_depth):
+        pattern = "/".join(["*"] * depth + ["*.gguf"])
+        found = sorted(p for p in model_dir.glob(pattern) if p.is_file())
+        if found:
+            return found[0]
+    return None
+
+
+def find_dlc_model(env: Mapping[str, str]) -> str | None:
+    """The model the DLC entrypoint serves: `SM_LLAMA_CPP_MODEL`, else the first GGUF under the model dir."""
+    if env.get(SM_PREFIX + "MODEL"):
+        return env[SM_PREFIX + "MODEL"]
+    found = find_gguf_in_dir(Path(env.get(SM_PREFIX + "MODEL_DIR") or DLC_MODEL_DIR))
+    return str(found) if found else None
+
+
 def build_server_command(
     env: Mapping[str, str], model_path: str | None = None, upstream_port: int = UPSTREAM_PORT, binary: str = "llama-server"
 ) -> list[str]:
@@ -133,3 +165,29 @@ def build_server_command(
     if model:
         command += ["--model", model]
     return command + translate_sm_env(env)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python3 llama_flags.py server-command [BINARY]`: the DLC entrypoint's llama-server command line.
+
+    Printed NUL-separated for `mapfile -d ''` in the replica's `/usr/bin/serve`, so values with
+    spaces or quotes stay one argument. Exit 2 (with the DLC's message) when no model is found.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "server-command":
+        print("usage: llama_flags.py server-command [BINARY]", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    model = find_dlc_model(env)
+    if model is None:
+        model_dir = env.get(SM_PREFIX + "MODEL_DIR") or DLC_MODEL_DIR
+        print(f"no *.gguf found under {model_dir}; set SM_LLAMA_CPP_MODEL or mount a GGUF", file=sys.stderr)
+        return 2
+    port = int(env.get("LLAMA_CPP_UPSTREAM_PORT") or UPSTREAM_PORT)
+    command = build_server_command(env, model, port, args[1] if len(args) > 1 else "llama-server")
+    sys.stdout.write("\0".join(command) + "\0")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
