@@ -171,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python3 llama_flags.py server-command [BINARY]`: the DLC entrypoint's llama-server command line.
 
     Printed NUL-separated for `mapfile -d ''` in the replica's `/usr/bin/serve`, so values with
-    spaces or quotes stay one argument. Exit 2 (with the DLC's message) when no model is found.
+    spaces or quotes stay one argument. Without a model it warns and leaves `--model` out, as the
+    DLC's entrypoint does (llama-server then exits, and `/ping` never answers 200).
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] != "server-command":
@@ -181,8 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = find_dlc_model(env)
     if model is None:
         model_dir = env.get(SM_PREFIX + "MODEL_DIR") or DLC_MODEL_DIR
-        print(f"no *.gguf found under {model_dir}; set SM_LLAMA_CPP_MODEL or mount a GGUF", file=sys.stderr)
-        return 2
+        print(f"WARNING: no *.gguf found under {model_dir}; set SM_LLAMA_CPP_MODEL or mount a GGUF.", file=sys.stderr)
+    elif not env.get(SM_PREFIX + "MODEL"):
+        print(f"INFO: auto-detected GGUF model {model}", file=sys.stderr)
     port = int(env.get("LLAMA_CPP_UPSTREAM_PORT") or UPSTREAM_PORT)
     command = build_server_command(env, model, port, args[1] if len(args) > 1 else "llama-server")
     sys.stdout.write("\0".join(command) + "\0")

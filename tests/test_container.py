@@ -41,12 +41,53 @@ def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
     assert dockerfile_base({}) == resolve_dlc_image_uri("us-east-1", "cpu")
     assert 'ENTRYPOINT ["/usr/local/bin/semif-entrypoint"]' in lines and 'CMD ["serve"]' in lines
     assert "COPY container/entrypoint.sh /usr/local/bin/semif-entrypoint" in lines
-    assert "LLAMA_CPP_LIB_PATH=/opt/llama.cpp/bin" in text and "-DLLAMA_BUILD=OFF" in text
+    assert "LLAMA_CPP_LIB_PATH=/opt/llama.cpp/bin" in text
     assert "SEMIF_HOST=0.0.0.0" in text and "SEMIF_PORT=8080" in text and "EXPOSE 8080" in lines
-    from semif_lib.serving.llamabinding import BINDING_VERSION, DLC_BUILD
+    # No package manager, compiler or Python version is assumed: the install script detects them.
+    assert not re.search(r"\b(dnf|yum|apt-get|gcc|cmake)\b", "\n".join(lines)), "the Dockerfile must not assume the DLC's distribution"
+    assert "RUN bash /opt/semif/src/container/install_adapter.sh /opt/semif/src" in lines
+    script = (CONTAINER / "install_adapter.sh").read_text()
+    assert 'install --quiet --no-deps "$SRC"' in script  # the project's own llama-cpp-python pin must not replace the binding
+    assert "llamabinding binding-for" in script and "llamabinding check" in script
+    subprocess.run(["bash", "-n", str(CONTAINER / "install_adapter.sh")], check=True)
 
-    assert f"ARG LLAMA_CPP_PYTHON_VERSION={BINDING_VERSION}" in lines and f"LLAMA_CPP_BUILD={DLC_BUILD}" in text
-    assert "pip install --no-deps /opt/semif/src" in text  # the project's own llama-cpp-python pin must not replace it
+
+def test_container_requirements_are_project_dependencies():
+    """The image's serving-only list stays a subset of the project's dependencies, with the same lower bounds."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = {Requirement(d).name.lower(): Requirement(d) for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    listed = [Requirement(line.split("#")[0]) for line in (CONTAINER / "requirements.txt").read_text().splitlines()
+              if line.split("#")[0].strip()]
+    own = {"typing-extensions", "diskcache"}  # llama-cpp-python's own dependencies
+    assert {r.name.lower() for r in listed} >= {"fastapi", "uvicorn", "pydantic", "pydantic-settings", "numpy"}
+    for req in listed:
+        if req.name.lower() in own:
+            continue
+        assert req.name.lower() in project, f"{req.name} is not a project dependency"
+        assert req.specifier == project[req.name.lower()].specifier, f"{req.name}: {req.specifier} vs {project[req.name.lower()].specifier}"
+    assert not {"llama-cpp-python", "jupyterlab", "sagemaker-core", "boto3", "matplotlib"} & {r.name.lower() for r in listed}
+
+
+def test_the_binding_follows_the_library_build(tmp_path):
+    """The build is read from llama-server --version (the DLC has no BUILD_NUMBER) and picks the verified binding."""
+    from semif_lib.serving import llamabinding
+
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\necho 'version: 10433 (d0e1f2a3)' >&2\necho 'built with cc for x86_64-linux-gnu' >&2\n")
+    fake.chmod(0o755)
+    assert llamabinding.read_library_build(tmp_path) == 10433
+    assert llamabinding.binding_for_build(10433) == "0.3.35" == llamabinding.BINDING_VERSION
+    with pytest.raises(llamabinding.BindingMismatchError, match=r"b10075 has no verified llama-cpp-python binding"):
+        llamabinding.binding_for_build(10075)  # the LLAMA_CPP_REF the DLC's stored Dockerfiles pin
+    env = _entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path))
+    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "0.3.35", run.stderr
+    fake.write_text("#!/bin/sh\necho 'version: 10075 (abc)' >&2\n")
+    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 3 and "b10075" in run.stderr and "VERIFIED_BINDINGS" in run.stderr
 
 
 def test_buildspec_logs_in_builds_checks_and_pushes():
@@ -92,7 +133,7 @@ def test_check_fails_loudly_on_a_wrong_library(tmp_path):
     (tmp_path / "BUILD_NUMBER").write_text("10300\n")
     run = subprocess.run(["bash", str(ENTRYPOINT), "serve"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
                          capture_output=True, text=True, timeout=120)
-    assert run.returncode == 3 and "llama.cpp b10300" in run.stderr and "b10433" in run.stderr
+    assert run.returncode == 3 and "llama.cpp b10300 has no verified" in run.stderr and "b10429-b10435 -> 0.3.35" in run.stderr
     from semif_lib.serving.llamabinding import BINDING_VERSION, binding_version
 
     if binding_version() != BINDING_VERSION:  # the venv's own binding is newer than the DLC's library

