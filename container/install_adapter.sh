@@ -40,7 +40,7 @@ if [ -z "$PY" ]; then
 fi
 echo "semif: using $PY ($("$PY" --version 2>&1))"
 
-if "$PY" -m venv "$VENV" 2>/dev/null; then
+if "$PY" -m venv "$VENV" >/dev/null 2>&1; then
   PIP=("$VENV/bin/python" -m pip)
 else  # e.g. Debian without python3-venv: a venv without pip, filled by the system pip
   rm -rf "$VENV"

@@ -135,7 +135,7 @@ def register_workshop_cli(subparsers: Any) -> None:
     parser = subparsers.add_parser("workshop", help="workshop resources: status and cleanup")
     sub = parser.add_subparsers(dest="workshop_command", required=True)
     clean = sub.add_parser("cleanup", help="delete everything this workshop run created (reverse order)")
-    clean.add_argument("--target", choices=("local", "aws"), help="override SEMIF_TARGET")
+    clean.add_argument("--target", choices=("local", "container", "aws"), help="override SEMIF_TARGET")
     clean.set_defaults(func=command_workshop_cleanup)
     status = sub.add_parser("status", help="print the state file: run id, resources, values")
     status.set_defaults(func=command_workshop_status)

@@ -26,16 +26,21 @@ from typing import Iterator, Literal, Mapping, Sequence
 
 from .llama_flags import build_server_command, find_gguf_in_dir
 from .processes import stop_process, wait_for_ping
+from .settings import load_settings
 
 __all__ = [
     "ContainerError",
     "ContainerRuntime",
     "RunningContainer",
     "TextServer",
+    "build_adapter_image",
     "build_image",
+    "build_replica_image",
+    "default_base_image",
     "find_container_runtime",
     "find_llama_server",
     "image_exists",
+    "parse_llama_build",
     "read_llama_server_build",
     "run_container",
     "run_text_server",
@@ -81,11 +86,11 @@ class ContainerRuntime:
 def find_container_runtime(preferred: str | None = None) -> ContainerRuntime | None:
     """The first of `preferred`, podman, docker whose CLI answers `info`; None when there is none.
 
-    `SEMIF_CONTAINER_RUNTIME` names the preferred one (`none` disables containers). A
-    `container/containers.conf` next to this repository (the settings these VMs need: runc,
-    ulimits) is used when `CONTAINERS_CONF` is unset.
+    `SEMIF_CONTAINER_RUNTIME` names the preferred one (`none` disables containers). Machine-specific
+    runtime settings (the CI machines' runc and ulimits) come from the runtime's own configuration
+    (`CONTAINERS_CONF`), never from here.
     """
-    preferred = preferred if preferred is not None else os.environ.get("SEMIF_CONTAINER_RUNTIME", "")
+    preferred = preferred if preferred is not None else (load_settings().container_runtime or "")
     if preferred.lower() == "none":
         return None
     candidates = [preferred] if preferred else ["podman", "docker"]
@@ -93,11 +98,7 @@ def find_container_runtime(preferred: str | None = None) -> ContainerRuntime | N
         binary = shutil.which(candidate)
         if not binary:
             continue
-        env: dict[str, str] = {}
-        conf = REPO_ROOT / "container" / "containers.conf"
-        if Path(binary).name == "podman" and "CONTAINERS_CONF" not in os.environ and conf.is_file():
-            env["CONTAINERS_CONF"] = str(conf)
-        runtime = ContainerRuntime(binary, env)
+        runtime = ContainerRuntime(binary)
         try:
             if runtime.run("info", timeout_s=60, check=False).returncode == 0:
                 return runtime
@@ -125,6 +126,37 @@ def build_image(runtime: ContainerRuntime, dockerfile: Path, tag: str, build_arg
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
         raise ContainerError(f"building {tag} from {dockerfile} failed ({done.returncode}):\n{tail}")
     return tag
+
+
+def default_base_image(runtime: ContainerRuntime) -> str:
+    """The replica's base: `SEMIF_BASE_IMAGE`, else the locally made Debian (.ci/container_setup.sh), else Docker Hub's."""
+    configured = load_settings().base_image
+    if configured:
+        return configured
+    return BASE_IMAGE if image_exists(runtime, BASE_IMAGE) else "docker.io/library/debian:bookworm-slim"
+
+
+def build_replica_image(runtime: ContainerRuntime, base_image: str | None = None, llama_cpp_dir: Path = LLAMA_CPP_DIR,
+                        tag: str = REPLICA_IMAGE, log_dir: Path = Path("results/tmp")) -> str:
+    """The DLC replica (container/replica/Dockerfile) on llama.cpp from container/build_libllama.sh."""
+    llama_cpp_dir = Path(llama_cpp_dir).resolve()
+    if not (llama_cpp_dir / "llama-server").is_file():
+        raise ContainerError(f"no llama-server in {llama_cpp_dir}: run `bash container/build_libllama.sh` first "
+                             "(llama.cpp b10435, about 7.5 min on 2 cores)")
+    try:
+        relative = llama_cpp_dir.relative_to(REPO_ROOT)
+    except ValueError:
+        raise ContainerError(f"{llama_cpp_dir} must be inside {REPO_ROOT}, the build context") from None
+    args = {"BASE_IMAGE": base_image or default_base_image(runtime), "LLAMA_CPP_DIR": relative.as_posix()}
+    return build_image(runtime, REPO_ROOT / "container" / "replica" / "Dockerfile", tag, args,
+                       log_path=log_dir / "build-replica-image.log")
+
+
+def build_adapter_image(runtime: ContainerRuntime, base_image: str = REPLICA_IMAGE, tag: str = ADAPTER_IMAGE,
+                        log_dir: Path = Path("results/tmp")) -> str:
+    """container/Dockerfile, unchanged, FROM `base_image` through the BASE_IMAGE argument CodeBuild passes."""
+    return build_image(runtime, REPO_ROOT / "container" / "Dockerfile", tag, {"BASE_IMAGE": base_image},
+                       log_path=log_dir / "build-adapter-image.log")
 
 
 @dataclass
@@ -187,7 +219,7 @@ def run_container(runtime: ContainerRuntime, image: str, model_dir: Path, port: 
 
 def find_llama_server(directory: Path | None = None) -> Path | None:
     """llama-server from `SEMIF_LLAMA_SERVER`, `directory`, the build of container/build_libllama.sh, or PATH."""
-    configured = os.environ.get("SEMIF_LLAMA_SERVER")
+    configured = load_settings().llama_server
     candidates = [Path(configured)] if configured else []
     candidates += [Path(directory) / "llama-server"] if directory else []
     candidates += [LLAMA_CPP_DIR / "llama-server"]
@@ -196,12 +228,18 @@ def find_llama_server(directory: Path | None = None) -> Path | None:
     return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
 
 
+def parse_llama_build(version_text: str) -> int | None:
+    """The build number in `llama-server --version` output, in either of llama.cpp's formats:
+    `version: 0.1.0-dev (build 10435, commit unknown)` (b10435 from the sdist) or `version: 10433 (e1f2a3b)`."""
+    match = re.search(r"\(build (\d+)", version_text) or re.search(r"version:\s*b?(\d+)\s*\(", version_text)
+    return int(match.group(1)) if match else None
+
+
 def read_llama_server_build(binary: Path) -> int | None:
-    """The llama.cpp build number `llama-server --version` prints (`version: 10435 (abc123)`)."""
+    """The llama.cpp build number of a llama-server binary, from its `--version`."""
     env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
     done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=env)
-    match = re.search(r"version:\s*b?(\d+)", done.stdout + done.stderr)
-    return int(match.group(1)) if match else None
+    return parse_llama_build(done.stdout + done.stderr)
 
 
 @dataclass
@@ -286,5 +324,4 @@ def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind
 def _image_build(runtime: ContainerRuntime, image: str) -> int | None:
     """The llama.cpp build inside an image, from its own `llama-server --version`."""
     done = runtime.run("run", "--rm", "--entrypoint", "llama-server", image, "--version", check=False, timeout_s=120)
-    match = re.search(r"version:\s*b?(\d+)", done.stdout + done.stderr)
-    return int(match.group(1)) if match else None
+    return parse_llama_build(done.stdout + done.stderr)

@@ -233,7 +233,7 @@ def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
 
 # ====================================================================== local servers
 def stop_local_servers(settings: Settings | None = None, state: "WorkshopState | None" = None) -> list[str]:
-    """Stop every local server (`semif serve`, `semif serve-text`) the state file records; keep the
+    """Stop every local server (`semif serve`, `semif serve-text`, or their containers) the state file records; keep the
     rest of the state (model package, names) for the next notebook. AWS resources are untouched."""
     from .aws.state import load_state
     from .aws.teardown import delete_resource
@@ -241,9 +241,10 @@ def stop_local_servers(settings: Settings | None = None, state: "WorkshopState |
     settings = settings or load_settings()
     state = state or load_state(settings)
     stopped = []
-    for entry in list(reversed(state.find("local_process"))):
+    entries = [e for e in reversed(state.resources) if e["kind"] in ("local_process", "local_container")]
+    for entry in entries:
         if delete_resource(entry, settings):
-            stopped.append(f"{entry['name']} (pid {entry['pid']})")
+            stopped.append(f"{entry['name']} (pid {entry['pid']})" if "pid" in entry else f"{entry['name']} (container)")
         state.forget(entry["kind"], entry["name"])
     return stopped
 

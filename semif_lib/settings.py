@@ -80,7 +80,8 @@ class Settings(BaseSettings):
 
     # --- calibration and workshop ---
     calibration: Path | None = Field(None, description="Calibration file applied to every answer.")
-    target: Literal["local", "aws"] = Field("local", description="Workshop target: local servers or AWS.")
+    target: Literal["local", "container", "aws"] = Field(
+        "local", description="Workshop target: local processes, the two images run locally as SageMaker runs them, or AWS.")
     state_file: Path = Field(Path(".semif/workshop_state.json"), description="Resources created by the notebooks.")
     results_dir: Path = Field(Path("results"), description="Where benchmarks and evaluations write JSON.")
 
@@ -100,6 +101,10 @@ class Settings(BaseSettings):
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")
     local_decision_url: str = Field("http://127.0.0.1:8080", description="Local decision adapter (`semif serve`) for target=local.")
     local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")
+    # --- containers (semif_lib.containers: the `container` target, container tests, `semif bench peer`) ---
+    container_runtime: str | None = Field(None, description="docker or podman CLI to use (`none`: no containers); default: podman, else docker.")
+    base_image: str | None = Field(None, description="Base of the DLC replica image; default localhost/semif-debian:bookworm if built (no registry), else debian:bookworm-slim.")
+    llama_server: Path | None = Field(None, description="llama-server binary for the native text server; default: container/build_libllama.sh's build, else PATH.")
     gpu_transform_instance_type: str = Field("ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
 
 

@@ -8,14 +8,14 @@ what it removed.
 
 The notebook-facing steps dispatch on `Settings.target`:
 
-| step | `local` | `aws` |
-|---|---|---|
-| `package_model` | `model.tar.gz` under `.semif/` | the same tarball, uploaded to S3 (SSE, idempotent) |
-| `deploy_text_model` | `semif serve-text` on the extracted tarball | the llama.cpp DLC endpoint |
-| `build_adapter_image` | nothing to build (the adapter runs from this checkout) | CodeBuild -> ECR |
-| `deploy_decision_model` | `semif serve` on the extracted tarball | endpoint on the adapter image |
-| `invoke_decision`, `chat`, `stream_chat` | HTTP to the local server | `invoke_endpoint(_with_response_stream)` |
-| `score_jsonlines` | POST JSON Lines to the local adapter | Batch Transform |
+| step | `local` (processes) | `container` (images, as SageMaker runs them) | `aws` |
+|---|---|---|---|
+| `package_model` | `model.tar.gz` under `.semif/` | the same | the same tarball, uploaded to S3 (SSE, idempotent) |
+| `deploy_text_model` | `semif serve-text` on the extracted tarball | the DLC image (the real one if AWS credentials can pull it, else the local replica) | the llama.cpp DLC endpoint |
+| `build_adapter_image` | nothing to build | `container/Dockerfile` FROM that DLC image, built locally | CodeBuild -> ECR |
+| `deploy_decision_model` | `semif serve` on the extracted tarball | the adapter image, `run IMAGE serve` | endpoint on the adapter image |
+| `invoke_decision`, `chat`, `stream_chat` | HTTP to the local server | HTTP to the container | `invoke_endpoint(_with_response_stream)` |
+| `score_jsonlines` | POST JSON Lines to the local adapter | the same, to the container | Batch Transform |
 
 The request bytes are built once (`deployment.encode_payload`) and sent unchanged either way.
 """
@@ -53,6 +53,9 @@ __all__ = [
     "package_model",
     "resource_name",
     "score_jsonlines",
+    "require_container_runtime",
+    "resolve_text_image",
+    "start_local_container",
     "start_local_server",
     "stream_chat",
 ]
@@ -60,6 +63,7 @@ __all__ = [
 
 # ====================================================================== local servers
 LOCAL_SERVERS = {"decision": "serve", "text": "serve-text"}
+LOCAL_TARGETS = ("local", "container")  # targets answered over HTTP on this machine
 
 
 class LocalServerError(SemifError):
@@ -76,7 +80,7 @@ def _port_of(url: str) -> tuple[str, int]:
     return parts.hostname or "127.0.0.1", parts.port or 80
 
 
-def _check_port_free(kind: str, url: str) -> None:
+def _check_port_free(kind: str, url: str, what: str | None = None) -> None:
     """Fail before starting anything when another program holds the port (uvicorn would exit with a traceback)."""
     import errno
     import socket
@@ -85,6 +89,7 @@ def _check_port_free(kind: str, url: str) -> None:
 
     host, port = _port_of(url)
     variable = env_names()[f"local_{kind}_url"]
+    what = what or f"`semif {LOCAL_SERVERS[kind]}`"
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
         try:
@@ -97,10 +102,10 @@ def _check_port_free(kind: str, url: str) -> None:
         probe.bind(("127.0.0.1", 0))
         free = probe.getsockname()[1]
     if in_use:
-        raise LocalServerError(f"port {port} is in use by another program, so `semif {LOCAL_SERVERS[kind]}` cannot listen on {url}: "
+        raise LocalServerError(f"port {port} is in use by another program, so {what} cannot listen on {url}: "
                                f"stop that program, or set {variable}=http://127.0.0.1:{free} (a free port; in a notebook "
                                f"`%env {variable}=...`, then rerun the settings cell)", field=f"local_{kind}_url")
-    raise LocalServerError(f"`semif {LOCAL_SERVERS[kind]}` cannot listen on {url} ({reason}): "
+    raise LocalServerError(f"{what} cannot listen on {url} ({reason}): "
                            f"set {variable} to a loopback URL such as http://127.0.0.1:{free}", field=f"local_{kind}_url")
 
 
@@ -177,6 +182,60 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
     return url
 
 
+def start_local_container(kind: str, image: str, model_dir: Path, settings: Settings, state: WorkshopState,
+                          env: Mapping[str, str] | None = None, log: Callable[[str], None] = print) -> str:
+    """Run `image` as SageMaker does (`run IMAGE serve`, model read-only at /opt/ml/model, SIGTERM on stop),
+    its port 8080 published where `SEMIF_LOCAL_{DECISION,TEXT}_URL` says; recorded for `cleanup()`."""
+    from .containers import ContainerError, run_container
+
+    url = settings.local_decision_url if kind == "decision" else settings.local_text_url
+    if is_answering(url):
+        return url
+    runtime = require_container_runtime()
+    _check_port_free(kind, url, what=f"the {kind} container")
+    name = f"semif-{kind}-{state.run_id}"
+    runtime.run("rm", "-f", name, check=False)  # a stopped one left by an interrupted run
+    log(f"starting {image} as {name} on {url} (`{runtime.name} run ... {image} serve`)")
+    try:
+        run_container(runtime, image, model_dir, _port_of(url)[1], env, name=name, startup_timeout_s=settings.startup_timeout_s)
+    except ContainerError as exc:
+        raise LocalServerError(str(exc)) from None
+    state.record("local_container", name, runtime=runtime.binary, image=image, url=url)
+    return url
+
+
+def require_container_runtime() -> Any:
+    """The docker or podman CLI for target=container, or one line on how to get one."""
+    from .containers import find_container_runtime
+
+    runtime = find_container_runtime()
+    if runtime is None:
+        raise LocalServerError("target=container needs a working docker or podman CLI (none answered `info`): install one, "
+                               "or use target=local, which runs the same servers as processes")
+    return runtime
+
+
+def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], None] = print) -> str:
+    """The text path's image for target=container: the real llama.cpp DLC if it is here or AWS credentials
+    can pull it, else the local replica (container/replica/Dockerfile), built on first use."""
+    from .containers import REPLICA_IMAGE, build_replica_image, image_exists
+
+    try:
+        from .aws.imagebuild import pull_dlc_image
+
+        with aws_errors("pull the llama.cpp DLC image"):
+            uri = pull_dlc_image(runtime, get_region(settings), settings.dlc_variant, settings=settings)
+        log(f"text image: the llama.cpp DLC itself, {uri}")
+        return uri
+    except Exception as exc:  # noqa: BLE001 - no credentials, no permission, no network: the replica stands in
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        log(f"text image: the local DLC replica {REPLICA_IMAGE} (the real DLC could not be pulled: {reason})")
+    if not image_exists(runtime, REPLICA_IMAGE):
+        log("building the DLC replica (container/replica/Dockerfile, about a minute once llama.cpp is built) ...")
+        build_replica_image(runtime)
+    return REPLICA_IMAGE
+
+
 def extract_model_package(tarball: Path | str, dest: Path | str) -> Path:
     """Unpack `model.tar.gz` into `dest` as SageMaker unpacks ModelDataUrl into /opt/ml/model."""
     import tarfile
@@ -232,11 +291,16 @@ def deploy_text_model(settings: Settings | None = None, state: WorkshopState | N
     from .aws import deployment
 
     settings, state = settings_and_state(settings, state)
-    if settings.target == "local":
+    if settings.target in LOCAL_TARGETS:
         from .llama_flags import build_sm_env
 
         env = build_sm_env(deployment.text_settings(settings.dlc_variant, llama_settings))
-        url = start_local_server("text", _local_model_dir(settings, state), settings, state, env=env)
+        if settings.target == "container":
+            image = resolve_text_image(settings, require_container_runtime())
+            url = start_local_container("text", image, _local_model_dir(settings, state), settings, state, env=env)
+            state.set("text_image", image)
+        else:
+            url = start_local_server("text", _local_model_dir(settings, state), settings, state, env=env)
         return state.set("text_endpoint", url)
     with aws_errors("deploy_text_model (02)"):  # the variant's defaults merged with llama_settings (GPU offload stays)
         name = deployment.deploy_text_endpoint(settings=settings, state=state, llama_settings=llama_settings, wait=wait)
@@ -245,8 +309,19 @@ def deploy_text_model(settings: Settings | None = None, state: WorkshopState | N
 
 def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
                         log: Callable[[str], None] = print) -> str:
-    """Step 03: build the decision adapter image with CodeBuild and return its ECR URI (local: a note)."""
+    """Step 03: build the decision adapter image with CodeBuild and return its ECR URI (local: a note;
+    container: `container/Dockerfile` built here FROM the text path's DLC image, real or replica)."""
     settings, state = settings_and_state(settings, state)
+    if settings.target == "container":
+        from .containers import ADAPTER_IMAGE
+        from .containers import build_adapter_image as build_image_here
+
+        runtime = require_container_runtime()
+        base = state.get("text_image") or resolve_text_image(settings, runtime, log)
+        log(f"building {ADAPTER_IMAGE} from container/Dockerfile with BASE_IMAGE={base} (a few minutes: pip inside the image) ...")
+        tag = build_image_here(runtime, base, log_dir=Path(settings.state_file).parent)
+        log(f"built {tag}; log: {Path(settings.state_file).parent / 'build-adapter-image.log'}")
+        return state.set("image_uri", tag)
     if settings.target == "local":
         log("target=local: no image to build; `semif serve` runs from this checkout (container/Dockerfile is what CodeBuild builds)")
         return state.set("image_uri", "local:semif-adapter")
@@ -260,6 +335,13 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
 def deploy_decision_model(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
     """Step 04: serve the decision adapter on the packaged model. Returns the endpoint name or local URL."""
     settings, state = settings_and_state(settings, state)
+    if settings.target == "container":
+        image = state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
+        if image.startswith("local:") or "amazonaws.com" in image:
+            raise LocalServerError(f"the recorded adapter image {image} is not a local image: run 03_build_adapter_image "
+                                   "with target=container first", field="image_uri")
+        url = start_local_container("decision", image, _local_model_dir(settings, state), settings, state)
+        return state.set("decision_endpoint", url)
     if settings.target == "local":
         url = start_local_server("decision", _local_model_dir(settings, state), settings, state)
         return state.set("decision_endpoint", url)
@@ -291,7 +373,7 @@ def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings
     settings, state = settings_and_state(settings, state)
     body = deployment.encode_payload(request)
     target = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
-    if settings.target == "local":
+    if settings.target in LOCAL_TARGETS:
         query = f"?mode={mode}" if mode else ""
         return json.loads(_post_local(f"{target}/invocations{query}", body, "application/json"))
     with aws_errors("invoke_decision"):
@@ -306,7 +388,7 @@ def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None 
     settings, state = settings_and_state(settings, state)
     body = deployment.encode_payload(deployment.build_chat_request(messages, stream=False, **params))
     target = state.require("text_endpoint", "02_deploy_text_dlc (workshop.deploy_text_model)")
-    if settings.target == "local":
+    if settings.target in LOCAL_TARGETS:
         return json.loads(_post_local(f"{target}/invocations", body, "application/json"))
     with aws_errors("chat"):
         return deployment.invoke_chat_endpoint(target, body, settings=settings)
@@ -320,7 +402,7 @@ def stream_chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings 
     settings, state = settings_and_state(settings, state)
     body = deployment.encode_payload(deployment.build_chat_request(messages, stream=True, **params))
     target = state.require("text_endpoint", "02_deploy_text_dlc (workshop.deploy_text_model)")
-    if settings.target == "local":
+    if settings.target in LOCAL_TARGETS:
         import urllib.request
 
         req = urllib.request.Request(f"{target}/invocations", data=body, method="POST",
@@ -342,7 +424,7 @@ def score_jsonlines(path: Path | str, settings: Settings | None = None, state: W
     """
     settings, state = settings_and_state(settings, state)
     body = Path(path).read_bytes()
-    if settings.target == "local":
+    if settings.target in LOCAL_TARGETS:
         target = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
         out = _post_local(f"{target}/invocations", body, "application/jsonlines", accept="application/jsonlines")
         return [json.loads(line) for _, line in split_lines(out.decode("utf-8"))]
@@ -356,7 +438,7 @@ def enable_autoscaling(min_instances: int = 1, max_instances: int = 2, invocatio
                        settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any] | None:
     """Target-tracking autoscaling on the decision endpoint (AWS only; local mode returns None)."""
     settings, state = settings_and_state(settings, state)
-    if settings.target == "local":
+    if settings.target in LOCAL_TARGETS:
         return None
     from .aws import scaling
 
@@ -371,8 +453,8 @@ def check_permissions(settings: Settings | None = None, state: WorkshopState | N
     """Notebook 01's first step: which AWS actions the workshop needs and whether you have them, in one
     table (`aws.preflight.PermissionCheck`), before anything is created. Local mode needs none: None."""
     settings, state = settings_and_state(settings, state)
-    if settings.target == "local":
-        log("target=local: no AWS account or permissions needed")
+    if settings.target in LOCAL_TARGETS:
+        log(f"target={settings.target}: no AWS account or permissions needed")
         return None
     from .aws import preflight
 
@@ -403,7 +485,7 @@ class CleanupReport:
         return "```\n" + str(self) + "\n```"
 
 
-LOCAL_KINDS = {"local_process"}
+LOCAL_KINDS = {"local_process", "local_container"}
 
 
 def settings_for_cleanup(settings: Settings, state: WorkshopState) -> Settings:

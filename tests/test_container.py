@@ -79,6 +79,10 @@ def test_the_binding_follows_the_library_build(tmp_path):
     fake.write_text("#!/bin/sh\necho 'version: 10433 (d0e1f2a3)' >&2\necho 'built with cc for x86_64-linux-gnu' >&2\n")
     fake.chmod(0o755)
     assert llamabinding.read_library_build(tmp_path) == 10433
+    from semif_lib.containers import parse_llama_build
+
+    assert parse_llama_build("version: 0.1.0-dev (build 10435, commit unknown)\nbuilt with GNU 12.2.0") == 10435
+    assert parse_llama_build("version: 10433 (d0e1f2a3)") == 10433 and parse_llama_build("llama-server: usage") is None
     assert llamabinding.binding_for_build(10433) == "0.3.35" == llamabinding.BINDING_VERSION
     with pytest.raises(llamabinding.BindingMismatchError, match=r"b10075 has no verified llama-cpp-python binding"):
         llamabinding.binding_for_build(10075)  # the LLAMA_CPP_REF the DLC's stored Dockerfiles pin

@@ -14,17 +14,18 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..settings import Settings
+from ..settings import Settings, load_settings
 from .clients import (
     ResourceFailedError,
     get_account_id,
     get_region,
+    in_region,
     make_client,
     retry_while_role_propagates,
     sleep_with_bar,
     status_bar,
 )
-from .dlc import dlc_registry, require_dlc_region, resolve_dlc_image_uri
+from .dlc import dlc_account, dlc_registry, require_dlc_region, resolve_dlc_image_uri
 from .iamroles import ensure_role
 from .packaging import ensure_bucket
 from .state import WorkshopState, settings_and_state
@@ -208,3 +209,25 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     if wait:
         wait_for_build(build_id, settings, log=log, progress=progress)
     return image_uri
+
+
+def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", settings: Settings | None = None) -> str:
+    """The llama.cpp DLC image in the local container store, for target=container.
+
+    Already there: nothing to do. Otherwise log in to the DLC registry with this session's AWS
+    credentials (`ecr:GetAuthorizationToken` on the DLC account) and pull it; any failure (no
+    credentials, no permission, no network) raises, and the caller falls back to the replica.
+    """
+    import base64
+
+    from ..containers import image_exists
+
+    uri = resolve_dlc_image_uri(region, variant)
+    if image_exists(runtime, uri):
+        return uri
+    settings = in_region(settings or load_settings(), region)
+    auth = make_client("ecr", settings, max_attempts=2).get_authorization_token(registryIds=[dlc_account(region)])
+    user, password = base64.b64decode(auth["authorizationData"][0]["authorizationToken"]).decode().split(":", 1)
+    runtime.run("login", "--username", user, "--password-stdin", dlc_registry(region), input=password)
+    runtime.run("pull", uri, timeout_s=1800)
+    return uri

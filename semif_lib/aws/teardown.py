@@ -151,6 +151,17 @@ def delete_local_process(entry: dict[str, Any], settings: Settings) -> bool:
     return stop_process(pid)
 
 
+def delete_local_container(entry: dict[str, Any], settings: Settings) -> bool:
+    """Stop a container the `container` target started (SIGTERM, SIGKILL after 30 s) and remove it."""
+    from ..containers import ContainerRuntime, RunningContainer
+
+    runtime = ContainerRuntime(entry["runtime"])
+    if runtime.run("container", "inspect", entry["name"], check=False).returncode != 0:
+        return False
+    RunningContainer(runtime, entry["name"], entry.get("image", ""), entry.get("url", "")).stop()
+    return True
+
+
 DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
     "scaling_target": delete_scaling_target,
     "sagemaker_endpoint": delete_endpoint,
@@ -163,6 +174,7 @@ DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
     "s3_object": lambda e, s: _gone(lambda: _client("s3", s).delete_object(Bucket=e["bucket"], Key=e["key"])),
     "s3_bucket": delete_s3_bucket,
     "local_process": delete_local_process,
+    "local_container": delete_local_container,
 }
 
 
