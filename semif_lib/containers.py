@@ -176,11 +176,12 @@ class RunningContainer:
         done = self.runtime.run("inspect", "-f", "{{.State.Running}}", self.name, check=False)
         return done.stdout.strip() == "true"
 
-    def stop(self, timeout_s: int = STOP_TIMEOUT_S) -> int:
-        """SIGTERM, SIGKILL after `timeout_s`; returns the container's exit code and removes it."""
+    def stop(self, timeout_s: int = STOP_TIMEOUT_S, remove: bool = True) -> int:
+        """SIGTERM, SIGKILL after `timeout_s`; returns the container's exit code (and removes it unless told not to)."""
         self.runtime.run("stop", "-t", str(timeout_s), self.name, timeout_s=timeout_s + 60, check=False)
         done = self.runtime.run("inspect", "-f", "{{.State.ExitCode}}", self.name, check=False)
-        self.runtime.run("rm", "-f", self.name, check=False)
+        if remove:
+            self.runtime.run("rm", "-f", self.name, check=False)
         try:
             return int(done.stdout.strip())
         except ValueError:

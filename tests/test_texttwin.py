@@ -1,31 +1,54 @@
-"""The text twin (`semif serve-text`) as a real process, driven with the openai SDK, plus its flag mapping."""
+"""The text path driven with the openai SDK: the twin (`semif serve-text`) as a real process and the DLC replica
+image, with the same tests; plus the twin's flag mapping."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from typing import Iterator
 
 import httpx
 import pytest
 
 from conftest import ROOT, free_port
-from test_adapter import ServerProcess, running_server, server_env
+from test_adapter import running_server, server_env
 
 API_KEY = "twin-secret"
 ALIAS = "smollm2-twin"
 MESSAGES = [{"role": "user", "content": "Name one colour."}]
 
 
-@pytest.fixture(scope="module")
-def twin() -> Iterator[ServerProcess]:
+SM_ENV = dict(SM_LLAMA_CPP_CTX_SIZE="2048", SM_LLAMA_CPP_ALIAS=ALIAS, SM_LLAMA_CPP_API_KEY=API_KEY, SM_LLAMA_CPP_SEED="7",
+              SM_LLAMA_CPP_PARALLEL="2", SM_LLAMA_CPP_JINJA="true", SM_LLAMA_CPP_MLOCK="false")
+
+
+@dataclass
+class TextEndpoint:
+    url: str
+    kind: str
+
+
+@pytest.fixture(scope="module", params=["twin", "dlc-replica"])
+def twin(request) -> Iterator[TextEndpoint]:
+    """The text path, twice: `semif serve-text` as a process, and the DLC replica image (llama-server behind
+    nginx) run as SageMaker runs it, both configured by the same SM_LLAMA_CPP_* variables."""
     port = free_port()
-    env = server_env(port, SM_LLAMA_CPP_CTX_SIZE="2048", SM_LLAMA_CPP_ALIAS=ALIAS, SM_LLAMA_CPP_API_KEY=API_KEY,
-                     SM_LLAMA_CPP_SEED="7", SM_LLAMA_CPP_PARALLEL="2", SM_LLAMA_CPP_JINJA="true", SM_LLAMA_CPP_MLOCK="false")
-    command = [sys.executable, "-m", "semif_lib.serving.texttwin", "serve-text", "--port", str(port)]
-    with running_server(command, env, port) as server:
-        yield server
+    if request.param == "twin":
+        command = [sys.executable, "-m", "semif_lib.serving.texttwin", "serve-text", "--port", str(port)]
+        with running_server(command, server_env(port, **SM_ENV), port) as server:
+            yield TextEndpoint(server.url, "twin")
+        return
+    from semif_lib.containers import run_container
+
+    runtime = request.getfixturevalue("container_runtime")
+    image = request.getfixturevalue("replica_image")
+    container = run_container(runtime, image, request.getfixturevalue("packaged_model_dir"), port, {**SM_ENV, "SM_LLAMA_CPP_THREADS": "2"})
+    try:
+        yield TextEndpoint(container.base_url, "dlc-replica")
+    finally:
+        container.stop()
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +63,15 @@ def openai_client(twin):
 def test_ping_and_models(twin, openai_client):
     assert httpx.get(twin.url + "/ping", timeout=10).json() == {"status": "ok"}
     assert [m.id for m in openai_client.models.list().data] == [ALIAS]  # SM_LLAMA_CPP_ALIAS -> --alias
+
+
+def test_sm_settings_reach_llama_server(twin):
+    """On the replica, SM_LLAMA_CPP_* became llama-server flags: the context and slot count it reports."""
+    if twin.kind != "dlc-replica":
+        pytest.skip("llama-cpp-python's server has no /props (its settings are checked in test_flags_map_onto_llama_cpp_python_settings)")
+    props = httpx.get(twin.url + "/props", headers={"Authorization": f"Bearer {API_KEY}"}, timeout=10).json()
+    # --ctx-size is the whole KV cache; with an explicit --parallel 2 (no unified KV) each slot gets half
+    assert props["total_slots"] == 2 and props["default_generation_settings"]["n_ctx"] * 2 == 2048
 
 
 def test_chat_completion_plain(openai_client):
