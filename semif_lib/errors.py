@@ -56,6 +56,12 @@ class ServiceBusyError(SemifError):
         self.retry_after = retry_after
 
 
+class ShuttingDownError(ServiceBusyError):
+    """SIGTERM arrived and this request could not be answered within the drain window; another instance can."""
+
+    error_type = "shutting_down"
+
+
 class ModelNotFoundError(SemifError):
     """No GGUF could be located; the message says how to get one."""
 

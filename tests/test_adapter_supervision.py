@@ -6,6 +6,7 @@ makes the server exit non-zero."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -180,3 +181,42 @@ def test_hostile_json_is_a_400_naming_the_field(body, field):
         records = [json.loads(line) for line in lines.text.split("\n") if line]
         assert records[0]["status"] == 400 and records[1]["id"] == "ok" and "answers" in records[1]
     assert engine.calls == 1  # only the good line reached the engine
+
+
+def test_a_request_outliving_the_drain_window_gets_a_json_503_and_the_server_exits_0():
+    """SIGTERM while a request cannot finish within SEMIF_DRAIN_S: a JSON 503 shutting_down with Retry-After
+    (uvicorn alone would cancel it into a plain-text 500), then exit 0 before SageMaker's SIGKILL."""
+    port = free_port()
+    script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+              "from fake_engines import GateEngine\n"
+              "from semif_lib.serving.app import run_server\n"
+              "from semif_lib.settings import Settings\n"
+              f"sys.exit(run_server(Settings(port={port}, drain_s=2), engine_factory=lambda _: GateEngine()))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    results: dict = {}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/ping", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        caller = post_in_background(url, results, "held")
+        wait_until(lambda: httpx.get(url + "/ping").json()["pending"] == 1, "the request to reach the worker")
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        caller.join(30)
+        code = proc.wait(30)
+        stopped = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    error = assert_error(results["held"], 503)
+    assert error["type"] == "shutting_down" and "SEMIF_DRAIN_S=2" in error["message"]
+    assert results["held"].headers["Retry-After"] == "1"
+    assert code == 0, proc.stdout.read()
+    assert stopped < 15, f"the server took {stopped:.1f} s to exit after SIGTERM"

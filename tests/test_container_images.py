@@ -86,7 +86,7 @@ def test_stop_drains_the_request_in_flight_and_exits_0(container_runtime, adapte
 
     with (DATA / "examples.jsonl").open() as fh:
         request = json.loads(fh.readline())
-    request = {**request, "state": "\n".join([request["state"]] * 12)}  # fresh mode on a long state: seconds of work
+    request = {**request, "state": "\n".join([request["state"]] * 6)}  # fresh mode on a long state: seconds of work
     container = run_container(container_runtime, adapter_image, packaged_model_dir, free_port(), {"SEMIF_THREADS": "2"})
     result: dict = {}
 

@@ -31,12 +31,13 @@ from ..errors import (
     ModelLoadError,
     SemifError,
     ServiceBusyError,
+    ShuttingDownError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
 from ..jsonlines import dump_records
 from ..settings import MODES, Settings, load_settings
-from .runner import serve_uvicorn
+from .runner import KILL_AFTER_S, Drain, serve_uvicorn
 from .wire import (
     CUSTOM_ATTRIBUTES_HEADER,
     HTTP_ERROR_TYPES,
@@ -94,6 +95,7 @@ def create_app(
 
     settings = settings or load_settings()
     worker = InferenceWorker(settings, engine_factory or load_engine, settings.queue_size, on_load_error, on_worker_death)
+    drain = Drain(window_s=settings.drain_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -101,8 +103,11 @@ def create_app(
         try:
             yield
         finally:
-            # uvicorn has already waited for in-flight requests; finish any queued job, close the engine.
-            await asyncio.to_thread(worker.stop)
+            # uvicorn has already waited for in-flight requests (each answered, or a 503 once the drain window
+            # closed); finish any queued job and close the engine. After SIGTERM, a decode whose request was
+            # already answered 503 is not waited for beyond the window: the process exits well before SIGKILL.
+            left = drain.left(min(drain.window_s + 2, KILL_AFTER_S - 1))
+            await asyncio.to_thread(worker.stop, 60.0 if left is None else max(0.5, left))
 
     app = FastAPI(
         title="semif decision adapter",
@@ -114,6 +119,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.worker = worker
+    app.state.drain = drain
     app.state.settings = settings
     # Registration order is the order of the paths in the OpenAPI document.
     _install_error_handlers(app)
@@ -229,7 +235,7 @@ def _add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Se
         loop = asyncio.get_running_loop()
         job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
         worker.submit(job)
-        results = await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s)
+        results = await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s, request.app.state.drain)
         if results is None:  # the client has gone: nobody reads an answer
             return Response(status_code=499)
         if not jsonlines:
@@ -253,22 +259,35 @@ async def wait_for_disconnect(request: Any) -> None:
         pass
 
 
-async def await_job(request: Any, job: Job, deadline_s: float) -> list[Any] | None:
+async def await_job(request: Any, job: Job, deadline_s: float, drain: Drain | None = None) -> list[Any] | None:
     """The job's results; None if the client left first (the worker then drops the job); 503 past the deadline.
 
     The worker answers any job it takes within `SEMIF_REQUEST_TIMEOUT` or with a 503, and a dead
-    worker answers all at once, so the deadline is a last guard: no request waits forever.
+    worker answers all at once, so the deadline is a last guard: no request waits forever. After
+    SIGTERM, a job still unanswered when the drain window closes gets a 503 `shutting_down`.
     """
     watch = asyncio.ensure_future(wait_for_disconnect(request))
+    deadline = asyncio.get_running_loop().time() + deadline_s
     try:
-        done, _ = await asyncio.wait({job.future, watch}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED)
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            draining = drain.left(drain.window_s) if drain is not None else None
+            if left <= 0 or (draining is not None and draining <= 0):
+                break
+            step = min(left, 0.25 if draining is None else max(0.01, min(draining, 0.25)))
+            done, _ = await asyncio.wait({job.future, watch}, timeout=step, return_when=asyncio.FIRST_COMPLETED)
+            if done:
+                break
     finally:
         watch.cancel()
     if job.future.done():
         return job.future.result()
     job.abandoned = True
-    if watch in done:
+    if watch.done() and not watch.cancelled():
         return None
+    if drain is not None and drain.started is not None:
+        raise ShuttingDownError(f"the server received SIGTERM and this request was not answered within SEMIF_DRAIN_S="
+                                f"{drain.window_s:g} s; retry (another instance will answer)", retry_after=1)
     raise ServiceBusyError(f"no answer within {deadline_s:.0f} s; retry", retry_after=5)
 
 
@@ -327,7 +346,8 @@ def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | N
         return record
 
     app = create_app(settings, engine_factory, on_load_error=stop_on(failure), on_worker_death=stop_on(death))
-    server = serve_uvicorn(app, settings.host, settings.port, on_server=lambda srv: holder.__setitem__("server", srv))
+    server = serve_uvicorn(app, settings.host, settings.port, on_server=lambda srv: holder.__setitem__("server", srv),
+                           drain=app.state.drain)
     if failure:
         exc = failure[0]
         print(f"semif serve: error: cannot load the model: {getattr(exc, 'message', exc)}", file=sys.stderr)

@@ -8,24 +8,55 @@ uvicorn is imported inside `serve_uvicorn`, so importing this module stays cheap
 from __future__ import annotations
 
 import signal
+import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["GRACEFUL_SHUTDOWN_S", "serve_uvicorn"]
+__all__ = ["GRACEFUL_SHUTDOWN_S", "KILL_AFTER_S", "Drain", "serve_uvicorn"]
 
-GRACEFUL_SHUTDOWN_S = 25  # SageMaker sends SIGKILL 30 s after SIGTERM
+KILL_AFTER_S = 30  # SageMaker sends SIGKILL 30 s after SIGTERM
+GRACEFUL_SHUTDOWN_S = 25  # default drain window (SEMIF_DRAIN_S)
 
 
-def serve_uvicorn(app: Any, host: str, port: int, on_server: Callable[[Any], None] | None = None) -> Any:
+@dataclass
+class Drain:
+    """When SIGTERM arrived, so that each step of the shutdown fits before SageMaker's SIGKILL.
+
+    Handlers answer a request still unanswered `window_s` after the signal with a JSON 503
+    `shutting_down` (uvicorn itself, at its own timeout, would cancel it into a plain-text 500),
+    and the worker is given only what is left of the 30 s to finish its current decode.
+    """
+
+    window_s: float = GRACEFUL_SHUTDOWN_S
+    started: float | None = None
+
+    def left(self, budget_s: float) -> float | None:
+        """Seconds left of `budget_s` after SIGTERM; None while no SIGTERM has arrived."""
+        return None if self.started is None else self.started + budget_s - time.monotonic()
+
+
+def serve_uvicorn(app: Any, host: str, port: int, on_server: Callable[[Any], None] | None = None,
+                  drain: Drain | None = None) -> Any:
     """Run `app` with uvicorn until SIGTERM/SIGINT, then drain in-flight requests; returns the server.
 
     uvicorn re-raises the signal it caught after its graceful shutdown; a no-op handler installed
-    first turns that into a normal return, so SIGTERM ends the process with exit status 0.
+    first turns that into a normal return, so SIGTERM ends the process with exit status 0. The
+    signal's time goes into `drain`; uvicorn's own timeout is 2 s past its window, so the app's
+    503s go out first.
     """
     import uvicorn
 
+    drain = drain or Drain()
+
+    class DrainingServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if drain.started is None:
+                drain.started = time.monotonic()
+            super().handle_exit(sig, frame)
+
     config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
-    server = uvicorn.Server(config)
+                            lifespan="on", timeout_graceful_shutdown=int(drain.window_s) + 2)
+    server = DrainingServer(config)
     if on_server is not None:
         on_server(server)
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..decision.schema import DecisionRequest, DecisionResponse
-from ..errors import ModelLoadError, SemifError, ServiceBusyError
+from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError
 from ..settings import Settings
 
 __all__ = ["MAX_BATCH_REQUESTS", "InferenceWorker", "Job", "WorkerFailedError", "resolve_job"]
@@ -118,7 +118,7 @@ class InferenceWorker:
             raise ServiceBusyError("the model is still loading; retry shortly", retry_after=2)
         with self._cond:
             if self._closing:
-                raise ServiceBusyError("the server is shutting down", retry_after=5)
+                raise ShuttingDownError("the server is shutting down (SIGTERM); retry (another instance will answer)", retry_after=1)
             if len(self._jobs) >= self.max_queue:
                 raise ServiceBusyError(f"{len(self._jobs)} requests are already waiting (SEMIF_QUEUE_SIZE={self.max_queue}); retry shortly", retry_after=1)
             self._jobs.append(job)
