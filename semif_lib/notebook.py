@@ -286,13 +286,16 @@ def inspect_build_context(root: Path | None = None) -> dict[str, Any]:
         "docker build": any("docker build" in c for c in commands),
         "docker push": any("docker push" in c for c in commands),
     }
-    problems = [name for name, ok in checks.items() if not ok]
     data, sha = build_source_zip(root)
     import io
     import zipfile
 
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         names = zf.namelist()
+    copied = [src for ln in lines(docker_lines, "COPY ") if "--from" not in ln for src in ln.split()[1:-1]]
+    missing = [src for src in copied if not any(n == src or n.startswith(src.rstrip("/") + "/") for n in names)]
+    checks["every COPY source in the zip"] = not missing
+    problems = [name for name, ok in checks.items() if not ok] + [f"not in the zip: {src}" for src in missing]
     return {"zip_bytes": len(data), "zip_sha256": sha, "files": len(names),
             "container_files": [n for n in names if n.startswith("container/")],
             "base_args": base_args, "from": froms, "entrypoint": entry, "llama_cpp_lib": lib_env,

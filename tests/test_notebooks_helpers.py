@@ -144,3 +144,20 @@ def test_importing_the_helpers_stays_cheap():
             "print(sorted(m for m in ('pandas', 'matplotlib', 'ipywidgets', 'boto3', 'llama_cpp') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_build_context_check_finds_a_copy_source_missing_from_the_zip(tmp_path):
+    """CodeBuild gets only the zip: a file the Dockerfile COPYs but the zip lacks is named before any build."""
+    import shutil
+
+    from semif_lib.notebook import inspect_build_context
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(root / "semif_lib", tmp_path / "semif_lib")
+    shutil.copytree(root / "container", tmp_path / "container")
+    assert inspect_build_context(tmp_path)["problems"] == []
+    (tmp_path / "container" / "install_adapter.sh").unlink()
+    report = inspect_build_context(tmp_path)
+    assert "not in the zip: container/install_adapter.sh" in report["problems"]
