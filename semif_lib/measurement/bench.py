@@ -15,24 +15,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..arguments import add_engine_arguments, engine_overrides
 from ..errors import InvalidRequestError, SemifError
-from ..jsonlines import read_records
+from .workload import (
+    DATA_DIR,
+    QUICK_STATES,
+    RESULTS_DIR,
+    WORKLOAD,
+    describe_machine,
+    load_workload,
+    positive_int,
+    write_result,
+)
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
 SINGLE_STATE = DATA_DIR / "bench_single_state.json"
-RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
-QUICK_STATES = 4
 QUICK_FRESH_QUESTIONS = 3  # fresh costs ~20x the others; its per-decision cost does not depend on how many
 PATHS = ("fresh", "serial", "parallel", "cached", "naive-user", "oneshot")
 FORK_PATHS = ("serial", "parallel", "cached")
@@ -42,36 +45,6 @@ TARGET_FORK_VS_FRESH = 15.0
 TARGET_FORK_VS_ONESHOT = 1.10
 TARGET_CACHED_FRACTION = 0.85
 TARGET_BEST_VS_NAIVE = 1.15
-
-
-def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
-    """Workload lines (one state with its criteria each); `quick` keeps the first 4 states."""
-    rows = read_records(path)
-    limit = QUICK_STATES if quick else states
-    return rows[:limit] if limit else rows
-
-
-def describe_machine(settings: Any) -> dict[str, Any]:
-    """CPU model, thread count and library versions, stored beside the figures."""
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from importlib import metadata
-
-    return {
-        "cpu": cpu,
-        "threads": settings.threads,
-        "flash_attn": settings.flash_attn,
-        "n_ubatch": settings.n_ubatch,
-        "python": platform.python_version(),
-        "llama_cpp_python": metadata.version("llama-cpp-python"),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
 
 
 def compare_probabilities(reference: dict[str, dict[str, float]], other: dict[str, dict[str, float]]) -> tuple[int, float, int]:
@@ -494,12 +467,6 @@ def format_modes_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_result(doc: dict[str, Any], output: Path) -> Path:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(doc, indent=2) + "\n")
-    return output
-
-
 def command_bench(args: argparse.Namespace) -> int:
     from ..settings import load_settings
 
@@ -527,17 +494,6 @@ def command_bench(args: argparse.Namespace) -> int:
     out = write_result(doc, args.output or settings.results_dir / "bench" / name)
     print(f"wrote {out}", file=sys.stderr)
     return 0
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -569,6 +525,9 @@ def register_cli(sub: Any) -> None:
     from .robustness import register_cli as register_robustness
 
     register_robustness(which)  # semif bench robustness: semif serve under load and faults (no engine flags: it starts servers)
+    from .peer import register_cli as register_peer
+
+    register_peer(which)  # semif bench peer: semif serve against the text DLC's llama-server (starts both servers)
     for p in (modes, rvg, res):
         add_engine_arguments(p)
         p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")

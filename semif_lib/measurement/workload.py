@@ -1,0 +1,71 @@
+"""What every benchmark shares: the workload, the machine it ran on, and where its results file goes.
+
+`bench` (`semif bench modes`, ...) and `peer` (`semif bench peer`) both read the 37-state x
+21-criterion workload through `load_workload` and write a results file with `describe_machine`
+beside the figures; `positive_int` is their `--states`/`--runs` type. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..jsonlines import read_records
+
+__all__ = ["DATA_DIR", "QUICK_STATES", "RESULTS_DIR", "WORKLOAD", "describe_machine", "load_workload", "positive_int", "write_result"]
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
+RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
+QUICK_STATES = 4
+
+
+def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
+    """Workload lines (one state with its criteria each); `quick` keeps the first 4 states."""
+    rows = read_records(path)
+    limit = QUICK_STATES if quick else states
+    return rows[:limit] if limit else rows
+
+
+def describe_machine(settings: Any) -> dict[str, Any]:
+    """CPU model, thread count and library versions, stored beside the figures."""
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from importlib import metadata
+
+    return {
+        "cpu": cpu,
+        "threads": settings.threads,
+        "flash_attn": settings.flash_attn,
+        "n_ubatch": settings.n_ubatch,
+        "python": platform.python_version(),
+        "llama_cpp_python": metadata.version("llama-cpp-python"),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_result(doc: dict[str, Any], output: Path) -> Path:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(doc, indent=2) + "\n")
+    return output
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

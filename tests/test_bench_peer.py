@@ -1,0 +1,164 @@
+"""`semif bench peer`: what it sends llama-server, how it reads the answers, and a tiny run end to end.
+
+Nothing is timed here: the figures the README quotes come from the full run on a quiet machine.
+Tests that need llama-server skip when `find_llama_server()` finds none (`bash container/build_libllama.sh`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from semif_lib.errors import InvalidRequestError
+from semif_lib.measurement import peer
+
+from conftest import DATA, MAX_ABS_DIFF, free_port
+
+
+def _top(pairs: dict[str, float]) -> dict:
+    """A chat completion shaped as llama-server answers one with `logprobs` (only what the reader reads)."""
+    top = [{"id": i, "token": token, "logprob": math.log(p)} for i, (token, p) in enumerate(pairs.items())]
+    return {"choices": [{"logprobs": {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}]}}]}
+
+
+def _first_plan(request: dict, qid: str):
+    return next(plan for plan, _ in peer.plan_peer_questions(request) if plan.qid == qid)
+
+
+def test_slot_probabilities_are_renormalised_over_the_options_and_missing_ones_counted(example_requests):
+    request = example_requests[0]  # is_billing (noul), queue (4-way choice), urgency (score)
+    noul = _first_plan(request, "is_billing")
+    probs, missing = peer.read_slot_probabilities(_top({"Yes": 0.3, "The": 0.4, "No": 0.1}), noul)
+    assert missing == 0 and probs == pytest.approx({"true": 0.75, "false": 0.25})
+    choice = _first_plan(request, "queue")
+    assert choice.slots == ["A", "B", "C", "D"]
+    keys = choice.keys
+    assert keys == list(request["questions"]["queue"]["criteria"])
+    probs, missing = peer.read_slot_probabilities(_top({"B": 0.5, "A": 0.2, "Yes": 0.2}), choice)
+    assert missing == 2 and probs[keys[2]] == 0.0 and probs[keys[3]] == 0.0
+    assert probs[keys[0]] == pytest.approx(0.2 / 0.7) and sum(probs.values()) == pytest.approx(1.0)
+    probs, missing = peer.read_slot_probabilities(_top({"The": 0.9}), choice)
+    assert missing == 4 and set(probs.values()) == {0.25}
+
+
+def test_agreement_is_counted_only_where_the_peer_saw_every_option():
+    tally = peer.PeerTally()
+    reference = {"q1": {"true": 0.6, "false": 0.4}, "q2": {"a": 0.2, "b": 0.8}, "q3": {"a": 0.9, "b": 0.1}}
+    answered = peer.Pass(1.0, probs={"q1": {"true": 0.45, "false": 0.55}, "q2": {"a": 0.25, "b": 0.75}, "q3": {"a": 0.0, "b": 1.0}},
+                         missing={"q1": 0, "q2": 0, "q3": 1})
+    tally.add(answered)
+    tally.compare(reference, answered)
+    assert (tally.compared, tally.agree, tally.covered, tally.options_missing) == (2, 1, 2, 1)
+    assert tally.max_dp == pytest.approx(0.15)
+
+
+def test_cold_passes_get_a_marker_no_server_has_seen(example_requests):
+    row = example_requests[0]
+    a, b = (peer.decision_request(row, f"run1-00-{m}") for m in "ab")
+    assert a["state"].startswith("Case reference: run1-00-a\n") and a["state"].endswith(row["state"])
+    assert a["state"] != b["state"] and a["questions"] == row["questions"]
+    assert list(peer.decision_request(row, "t", questions=2)["questions"]) == list(row["questions"])[:2]
+
+
+def test_paths_are_checked_before_any_server_starts():
+    with pytest.raises(InvalidRequestError, match="valid paths"):
+        peer.check_paths(["decision-cold", "warp"])
+    with pytest.raises(InvalidRequestError, match="reference"):
+        peer.check_paths(["server-logprobs"])
+    with pytest.raises(InvalidRequestError, match="needs server-logprobs"):
+        peer.check_paths(["decision-cold", "server-logprobs-cached"])
+    peer.check_paths(peer.PEER_PATHS)
+
+
+def test_the_decision_path_prompt_is_what_the_engine_renders(engine, example_requests):
+    """The messages sent to llama-server, through the GGUF's template, are the engine's prompt for that question."""
+    from semif_lib.decision.prompt import build_messages
+    from semif_lib.decision.schema import parse_request, render_content
+
+    slot_only = [r for r in example_requests if all(q.get("readout", "slot") == "slot" for q in r["questions"].values())]
+    assert len(slot_only) >= 4
+    for request in slot_only:
+        prep = engine.prepare(parse_request(request))
+        state_text = render_content(request["state"])
+        for (plan, messages), job in zip(peer.plan_peer_questions(request), prep.jobs):
+            assert messages == build_messages(state_text, plan.block)
+            assert engine.tokenize(engine.renderer.render(state_text, plan.block)) == prep.prefix + list(job.tokens)
+            assert plan.slots == [engine.token_text(t) for t in prep.slot_tokens[job.plan_index]]
+    with pytest.raises(InvalidRequestError, match="sequence"):
+        peer.plan_peer_questions(next(r for r in example_requests if r not in slot_only))
+
+
+# ---------------------------------------------------------------- against a running llama-server
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    from semif_lib.containers import find_llama_server, start_native_text_server
+    from semif_lib.modelfile import find_model_path
+    from semif_lib.processes import stop_process
+
+    if find_llama_server() is None:
+        pytest.skip("no llama-server: run `bash container/build_libllama.sh` (about 7.5 min on 2 cores)")
+    config = peer.PeerConfig(n_ctx=4096, parallel=2)
+    process, server = start_native_text_server(find_model_path(), config.sm_env(), free_port(),
+                                               tmp_path_factory.mktemp("llama") / "llama-server.log")
+    yield server
+    stop_process(process.pid, timeout_s=30)
+
+
+def test_llama_server_renders_and_tokenizes_the_same_prompt(llama_server, engine, example_requests):
+    import httpx
+
+    from semif_lib.decision.schema import parse_request, render_content
+
+    request = peer.decision_request(example_requests[0], "render-check")
+    prep = engine.prepare(parse_request(request))
+    with httpx.Client(base_url=llama_server.base_url, timeout=120) as http:
+        for (plan, messages), job in zip(peer.plan_peer_questions(request), prep.jobs):
+            prompt = http.post("/apply-template", json={"messages": messages}).raise_for_status().json()["prompt"]
+            assert prompt == engine.renderer.render(render_content(request["state"]), plan.block)
+            tokens = http.post("/tokenize", json={"content": prompt, "add_special": False, "parse_special": True}).json()["tokens"]
+            assert tokens == prep.prefix + list(job.tokens)
+            answer = http.post(llama_server.chat_path, json=peer.logprob_body(messages)).raise_for_status().json()
+            assert answer["usage"]["prompt_tokens"] == len(tokens) and answer["usage"]["completion_tokens"] == 1
+            assert answer["timings"]["prompt_n"] >= 1
+
+
+def test_real_answers_agree_with_the_decision_path(llama_server, engine, example_requests):
+    """Where the top 20 hold every option, llama-server's renormalised log-probs are the decision path's probabilities."""
+    import httpx
+
+    request = peer.decision_request(example_requests[2], "agree-check")  # tool (4-way choice), needs_tool (noul)
+    response = engine.score(request, mode="parallel")
+    with httpx.Client(timeout=120) as http:
+        answered = peer.ask_server_logprobs(http, llama_server.base_url + llama_server.chat_path, peer.plan_peer_questions(request))
+    assert answered.requests == 2 and answered.output_tokens == 2 and answered.evaluated_tokens > 0
+    tally = peer.PeerTally()
+    tally.compare({q: dict(a.probabilities) for q, a in response.answers.items()}, answered)
+    assert answered.missing["needs_tool"] == 0 and tally.compared >= 1
+    assert tally.max_dp <= MAX_ABS_DIFF
+
+
+def test_quick_run_end_to_end(llama_server, tmp_path):
+    """`semif bench peer` on two short states and two clients: every path answers, the file has every figure."""
+    out = tmp_path / "peer-quick.json"
+    command = [sys.executable, "-m", "semif_lib.cli", "bench", "peer", "--workload", str(DATA / "examples.jsonl"), "--states", "2",
+               "--clients", "2", "--concurrency-states", "2", "--parallel", "2", "--n-ctx", "4096", "--text-server", "native",
+               "--port", str(free_port()), "--log-dir", str(tmp_path), "--output", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["peer"]["kind"] == "native-llama-server" and doc["peer"]["llama_cpp_build"]
+    assert list(doc["paths"]) == list(peer.PEER_PATHS)
+    decisions = doc["paths"]["decision-cold"]["decisions"]
+    assert decisions == 6 and all(p["decisions"] == decisions and p["decisions_per_s"] > 0 for p in doc["paths"].values())
+    assert doc["paths"]["decision-cold"]["option_coverage"] == 1.0 and doc["paths"]["decision-cold"]["output_tokens"] == 0
+    assert doc["paths"]["server-logprobs"]["requests"] == decisions and doc["paths"]["server-logprobs"]["compared_with_decision"] >= 1
+    assert doc["paths"]["server-json"]["output_tokens"] > 0 and doc["paths"]["server-json"]["states"] == 2
+    assert {"decision", "server-logprobs"} == set(doc["concurrency"]) and doc["concurrency"]["decision"]["states"] == 2
+    assert {"cold_vs_best_server", "cached_vs_best_server", "concurrent_clients", "readout_vs_server_json"} <= set(doc["targets"])
+    assert all(isinstance(t["met"], bool) for t in doc["targets"].values())
+    assert set(doc["ceiling"]) == {"cold", "cached"} and len(doc["per_state"]) == 2
+    assert peer.format_markdown(doc) in done.stdout
