@@ -20,7 +20,11 @@ cd "$(dirname "$0")/.."
 BUILD="${1:-10435}"
 OUT="${2:-.semif/llama-cpp-b${BUILD}}"
 PIP="${PIP:-.venv/bin/pip}"
-BINDING="${BINDING:-$(sed -n 's/^BINDING_VERSION = "\(.*\)"/\1/p' semif_lib/serving/llamabinding.py)}"
+BINDING="${BINDING:-$(sed -n 's/^BINDING_VERSION = "\([^"]*\)".*/\1/p' semif_lib/serving/llamabinding.py)}"
+if ! [[ "$BINDING" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then  # checked before minutes of compiling, not after
+  echo "cannot read BINDING_VERSION from semif_lib/serving/llamabinding.py (got '$BINDING'); set BINDING=x.y.z" >&2
+  exit 1
+fi
 if [ -f "$OUT/BUILD_NUMBER" ] && [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-server" ] && [ -d "$OUT/python/llama_cpp" ] \
    && [ "$(cat "$OUT/BUILD_NUMBER")" = "$BUILD" ]; then
   echo "llama.cpp b$BUILD already built in $OUT (delete it to rebuild)"

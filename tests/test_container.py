@@ -52,6 +52,16 @@ def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
     subprocess.run(["bash", "-n", str(CONTAINER / "install_adapter.sh")], check=True)
 
 
+def test_build_libllama_reads_the_pinned_binding():
+    """The script takes the binding version from llamabinding.py before compiling anything (a comment there once broke it)."""
+    from semif_lib.serving.llamabinding import BINDING_VERSION
+
+    line = next(l for l in (CONTAINER / "build_libllama.sh").read_text().splitlines() if l.startswith("BINDING="))
+    env = {k: v for k, v in os.environ.items() if k != "BINDING"}
+    done = subprocess.run(["bash", "-c", f'{line}\nprintf %s "$BINDING"'], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout == BINDING_VERSION
+
+
 def test_container_requirements_are_project_dependencies():
     """The image's serving-only list stays a subset of the project's dependencies, with the same lower bounds."""
     import tomllib
