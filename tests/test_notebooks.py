@@ -8,6 +8,8 @@
   cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
   the tests pick ml.m5; moto's SageMaker descriptions carry empty structures that the SageMaker SDK
   rejects, so the kernel strips them first (`moto_support.patch_sessions`).
+* Container mode: notebooks 01-04 and 99, unedited, with `SEMIF_TARGET=container`: the DLC replica and the
+  adapter image built from this checkout, run as SageMaker runs them (skipped without a container runtime).
 * Committed notebooks carry no outputs.
 
 The notebooks name the `semif-workshop` kernel (`python -m ipykernel install --user --name
@@ -133,7 +135,7 @@ def test_notebook_shape(name):
 
 
 @pytest.mark.parametrize("name", ALL_NOTEBOOKS)
-@pytest.mark.parametrize(("semif_target", "expected"), [(None, "local"), ("aws", "aws"), ("local", "local")])
+@pytest.mark.parametrize(("semif_target", "expected"), [(None, "local"), ("aws", "aws"), ("local", "local"), ("container", "container")])
 def test_target_comes_from_the_environment(name, semif_target, expected, monkeypatch):
     """`export SEMIF_TARGET=aws` and run the notebooks: their TARGET parameter defers to it (issue 14, item 6)."""
     from semif_lib.notebook import load_notebook_settings
@@ -329,3 +331,26 @@ def test_aws_notebooks_on_moto(moto_env, monkeypatch):
     from semif_lib.aws import clients as aws
 
     aws.reset_sessions()
+
+
+# ====================================================================== container mode
+@pytest.mark.timeout(900)
+def test_workshop_notebooks_on_the_images(container_runtime, replica_image, tmp_path):
+    """`SEMIF_TARGET=container`: the same cells run the text DLC (the replica: no AWS credentials here) and the
+    adapter image built FROM it, then 99 stops both containers."""
+    env = _clean_env(SEMIF_TARGET="container", SEMIF_STATE_FILE=str(tmp_path / ".semif" / "workshop_state.json"),
+                     SEMIF_RUN_ID="nbctr1", AWS_EC2_METADATA_DISABLED="true",
+                     SEMIF_LOCAL_DECISION_URL=f"http://127.0.0.1:{free_port()}", SEMIF_LOCAL_TEXT_URL=f"http://127.0.0.1:{free_port()}")
+    if os.environ.get("CONTAINERS_CONF"):
+        env["CONTAINERS_CONF"] = os.environ["CONTAINERS_CONF"]
+    texts = {}
+    for name in AWS_NOTEBOOKS:
+        texts[name] = _outputs_text(execute_notebook(name, env, LOCAL_PARAMETERS.get(name)))
+    assert "target=container" in texts["01_package_gguf_to_s3.ipynb"]
+    assert "text image: the local DLC replica" in texts["02_deploy_text_dlc.ipynb"]
+    assert "BASE_IMAGE=localhost/semif-dlc-replica" in texts["03_build_adapter_image.ipynb"]
+    assert "semif-text-nbctr1 (container)" in texts["02_deploy_text_dlc.ipynb"]  # each notebook stops what it started
+    assert "semif-decision-nbctr1 (container)" in texts["04_deploy_decision_endpoint.ipynb"]
+    assert "failed=[]" in texts["99_cleanup.ipynb"]
+    ps = container_runtime.run("ps", "-a", "--format", "{{.Names}}").stdout.split()
+    assert not {"semif-text-nbctr1", "semif-decision-nbctr1"} & set(ps), ps
