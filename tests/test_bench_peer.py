@@ -151,6 +151,9 @@ def test_quick_run_end_to_end(llama_server, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert doc["peer"]["kind"] == "native-llama-server" and doc["peer"]["llama_cpp_build"]
+    if doc["decision_server"]["library"] == "build":  # auto: semif serve on the peer's own llama.cpp build, when it is there
+        assert doc["decision_server"]["llama_cpp_build"] == doc["peer"]["llama_cpp_build"]
+    assert doc["decision_server"]["env"]["SEMIF_N_CTX"] == "4096" == doc["peer"]["sm_env"]["SM_LLAMA_CPP_CTX_SIZE"]
     assert list(doc["paths"]) == list(peer.PEER_PATHS)
     decisions = doc["paths"]["decision-cold"]["decisions"]
     assert decisions == 6 and all(p["decisions"] == decisions and p["decisions_per_s"] > 0 for p in doc["paths"].values())

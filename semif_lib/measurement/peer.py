@@ -88,6 +88,7 @@ class PeerConfig:
     questions: int | None = None  # first N questions per state (tests); None: all
     paths: Sequence[str] = PEER_PATHS
     kind: str = "auto"  # text server: auto, container or native
+    decision_llama: str = "auto"  # libllama under semif serve: "build" (the peer's llama.cpp build), "venv" (llama-cpp-python's own), auto
     port: int = 18190  # semif serve; llama-server takes the next one
     log_dir: Path = Path("results/tmp")
     model_path: Path | None = None
@@ -102,9 +103,17 @@ class PeerConfig:
                              "kv_unified": kv_unified, "n_gpu_layers": 0})
 
     def serve_env(self, model_path: Path) -> dict[str, str]:
-        """`semif serve`'s environment: its defaults, with the same model, threads, cells and batch sizes."""
+        """`semif serve`'s environment: its defaults, with the same model, threads, cells and batch sizes.
+
+        The prefix cache keeps its default budget (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three
+        states here): a resident prefix is a masked cell every other request's attention still scans,
+        and no state in this run is asked about again after its cached pass.
+        """
+        from ..settings import Settings
+
+        cache_tokens = min(Settings.model_fields["cache_tokens"].default, self.n_ctx // 2)
         return server_env(self.threads, SEMIF_MODEL_PATH=str(model_path), SEMIF_N_CTX=str(self.n_ctx),
-                          SEMIF_CACHE_TOKENS=str(self.n_ctx // 2), SEMIF_CHECK_INVARIANTS="0",
+                          SEMIF_CACHE_TOKENS=str(cache_tokens), SEMIF_CHECK_INVARIANTS="0",
                           SEMIF_N_BATCH="2048", SEMIF_N_UBATCH="512", SEMIF_FLASH_ATTN="auto")
 
 
@@ -527,6 +536,34 @@ def estimate_peer_ceiling(paths: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the run
+def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """(module, environment, description) for `semif serve` on the chosen libllama.
+
+    `build` runs the decision path on the llama.cpp build the peer runs (`container/build_libllama.sh`
+    puts libllama and the matching llama-cpp-python bindings beside llama-server), through
+    `semif_lib.serving.llamabinding` exactly as the adapter image runs on the DLC's libllama: same
+    kernels on both sides. `venv` runs on llama-cpp-python's own build. `auto` takes `build` when it is there.
+    """
+    import os
+    from importlib import metadata
+
+    from ..containers import find_llama_server
+
+    binary = find_llama_server()
+    directory = binary.parent.resolve() if binary else None
+    usable = directory is not None and (directory / "libllama.so").is_file() and (directory / "python" / "llama_cpp").is_dir()
+    if choice == "build" and not usable:
+        raise InvalidRequestError("--decision-llama build needs container/build_libllama.sh's output: libllama.so and python/llama_cpp "
+                                  "beside llama-server", field="decision_llama")
+    if choice == "venv" or not usable:
+        return "semif_lib.cli", {}, {"library": "venv", "llama_cpp_python": metadata.version("llama-cpp-python")}
+    assert directory is not None
+    path = os.pathsep.join(p for p in (str(directory / "python"), os.environ.get("PYTHONPATH", "")) if p)
+    build = (directory / "BUILD_NUMBER").read_text().strip() if (directory / "BUILD_NUMBER").is_file() else None
+    return ("semif_lib.serving.llamabinding", {"PYTHONPATH": path, "LLAMA_CPP_LIB_PATH": str(directory)},
+            {"library": "build", "lib_dir": str(directory), "llama_cpp_build": int(build) if build and build.isdigit() else build})
+
+
 def offers_flag(flag: str) -> bool | None:
     """Whether the native llama-server's `--help` lists `flag` (None when there is no native binary to ask)."""
     import os
@@ -570,11 +607,13 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
     model = find_model_path(config.model_path)
     sm_env = config.sm_env(kv_unified=offers_flag("--kv-unified") is not False)
-    with running_serve(config.port, config.serve_env(model), config.log_dir / "peer-serve.log") as decision_url, \
+    module, library_env, library = choose_decision_library(config.decision_llama)
+    serve_env = {**config.serve_env(model), **library_env}
+    with running_serve(config.port, serve_env, config.log_dir / "peer-serve.log", module=module) as decision_url, \
             run_text_server(model, sm_env, config.port + 1, kind=config.kind, log_dir=config.log_dir) as server, \
             httpx.Client(timeout=900) as http:
         run = PeerRun(config, decision_url, server.base_url + server.chat_path, http, {p: PeerTally() for p in config.paths})
-        say(f"decision path: {decision_url}; text DLC: {server.kind} (llama.cpp b{server.build}) at {run.chat_url}")
+        say(f"decision path: {decision_url} on {library}; text DLC: {server.kind} (llama.cpp b{server.build}) at {run.chat_url}")
         warm_up(http, decision_url, run.chat_url)
         for i, row in enumerate(tqdm(workload, desc="bench peer", unit="state", file=sys.stderr, disable=not progress)):
             run_state(run, i, row)
@@ -587,6 +626,7 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
         "config": {"threads": config.threads, "n_ctx": config.n_ctx, "parallel": config.parallel, "n_batch": 2048, "n_ubatch": 512,
                    "flash_attn": "auto", "top_logprobs": TOP_LOGPROBS, "model": str(model)},
         "peer": peer,
+        "decision_server": {**library, "env": {k: v for k, v in serve_env.items() if k.startswith("SEMIF_")}},
         "paths": paths,
         "concurrency": concurrency,
         "ceiling": estimate_peer_ceiling(paths),
@@ -672,7 +712,7 @@ def command_peer(args: argparse.Namespace) -> int:
 
     paths = args.paths.split(",")
     config = PeerConfig(threads=args.threads, n_ctx=args.n_ctx, parallel=args.parallel, clients=args.clients,
-                        questions=args.questions, paths=paths, kind=args.text_server, port=args.port,
+                        questions=args.questions, paths=paths, kind=args.text_server, decision_llama=args.decision_llama, port=args.port,
                         log_dir=args.log_dir, model_path=args.model)
     check_paths(paths)
     workload = load_workload(args.workload, states=args.states or (QUICK_STATES if args.quick else None))
@@ -703,6 +743,9 @@ def register_cli(bench_subparsers: Any) -> None:
                    help="states in the concurrency phase (default: every state; --quick: one per client)")
     p.add_argument("--text-server", choices=("auto", "container", "native"), default="auto", dest="text_server",
                    help="the DLC replica container, native llama-server, or auto: the container when a runtime has the image")
+    p.add_argument("--decision-llama", choices=("auto", "build", "venv"), default="auto", dest="decision_llama",
+                   help="libllama under semif serve: the peer's llama.cpp build (as the adapter image runs), llama-cpp-python's own, "
+                        "or auto: the build when container/build_libllama.sh made it")
     p.add_argument("--model", type=Path, help="GGUF file (default: the embedded SmolLM2)")
     p.add_argument("--port", type=int, default=18190, help="loopback port of semif serve; llama-server takes the next one")
     p.add_argument("--log-dir", type=Path, default=Path("results/tmp"), dest="log_dir", help="server logs (default results/tmp)")

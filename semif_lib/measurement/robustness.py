@@ -62,12 +62,16 @@ def percentile(values: list[float], q: float) -> float | None:
 
 # ---------------------------------------------------------------- the server under test
 @contextmanager
-def running_serve(port: int, env: dict[str, str], log_path: Path) -> Iterator[str]:
-    """`semif serve` on loopback with `env`; stopped with SIGTERM afterwards (its exit code is checked)."""
+def running_serve(port: int, env: dict[str, str], log_path: Path, module: str = "semif_lib.cli") -> Iterator[str]:
+    """`semif serve` on loopback with `env`; stopped with SIGTERM afterwards (its exit code is checked).
+
+    `module` is what `python -m` runs with `serve`: the CLI, or `semif_lib.serving.llamabinding`
+    to serve on another libllama (`LLAMA_CPP_LIB_PATH` and `PYTHONPATH` in `env`), as the adapter image does.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEMIF_")} | env
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "semif_lib.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--host", "127.0.0.1", "--port", str(port)],
                                 env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
