@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -544,7 +545,6 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
     `semif_lib.serving.llamabinding` exactly as the adapter image runs on the DLC's libllama: same
     kernels on both sides. `venv` runs on llama-cpp-python's own build. `auto` takes `build` when it is there.
     """
-    import os
     from importlib import metadata
 
     from ..containers import find_llama_server
@@ -566,8 +566,6 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
 
 def offers_flag(flag: str) -> bool | None:
     """Whether the native llama-server's `--help` lists `flag` (None when there is no native binary to ask)."""
-    import os
-
     from ..containers import find_llama_server
 
     binary = find_llama_server()
@@ -624,7 +622,10 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
         "workload": {"states": len(workload), "decisions": sum(t.decisions for p, t in run.tallies.items() if p == "decision-cold"),
                      "questions_per_state": config.questions or "all", "run_id": config.run_id},
         "config": {"threads": config.threads, "n_ctx": config.n_ctx, "parallel": config.parallel, "n_batch": 2048, "n_ubatch": 512,
-                   "flash_attn": "auto", "top_logprobs": TOP_LOGPROBS, "model": str(model)},
+                   "flash_attn": "auto", "top_logprobs": TOP_LOGPROBS, "model": str(model),
+                   # OpenMP settings both native servers inherit: with 2 threads on 2 cores, any other busy process
+                   # stalls every barrier of the default (spinning) policy, so a run must have the machine to itself
+                   "openmp_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("OMP_", "GOMP_", "KMP_"))}},
         "peer": peer,
         "decision_server": {**library, "env": {k: v for k, v in serve_env.items() if k.startswith("SEMIF_")}},
         "paths": paths,
