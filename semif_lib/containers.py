@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal, Mapping, Sequence
 
+from .errors import SemifError
 from .llama_flags import build_server_command, find_gguf_in_dir
 from .processes import stop_process, wait_for_ping
 from .settings import load_settings
@@ -59,8 +60,11 @@ STOP_TIMEOUT_S = 30  # SageMaker's SIGTERM-to-SIGKILL grace period
 TextKind = Literal["auto", "container", "native"]
 
 
-class ContainerError(RuntimeError):
+class ContainerError(SemifError):
     """A container runtime, image or container did not do what SageMaker would need; the message says what."""
+
+    status_code = 503
+    error_type = "container_failed"
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,7 @@ class TextServer:
     image: str | None = None
     log_path: Path | None = None
     command: list[str] = field(default_factory=list)
+    fallback_reason: str | None = None  # why `auto` ran llama-server natively instead of the image
 
 
 def start_native_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, log_path: Path,
@@ -291,27 +296,40 @@ def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind
 
     `container` runs `image` (the DLC replica, or the real DLC image) with `model_path`'s folder
     mounted at /opt/ml/model; `native` runs llama-server itself; `auto` takes the container when a
-    runtime and the image are present, else native.
+    runtime and the image are present and the container starts, else native, saying why in
+    `fallback_reason`.
     """
+    fallback: str | None = None
     if kind in ("auto", "container"):
         runtime = runtime or find_container_runtime()
-        usable = runtime is not None and image_exists(runtime, image)
-        if kind == "container" and not usable:
-            raise ContainerError(f"no container runtime with image {image}: build it (see container/README.md) or use kind='native'")
-        kind = "container" if usable else "native"
-    if kind == "native":
+        if runtime is None:
+            fallback = "no docker or podman CLI answers"
+        elif not image_exists(runtime, image):
+            fallback = f"no image {image} (see container/README.md)"
+        if kind == "container" and fallback:
+            raise ContainerError(f"cannot run the text DLC in a container: {fallback}; or use kind='native'")
+    container = None
+    if kind != "native" and fallback is None:
+        assert runtime is not None
+        model_dir = Path(model_path).parent
+        env = dict(sm_env)
+        if find_gguf_in_dir(model_dir) != Path(model_path):
+            env["SM_LLAMA_CPP_MODEL"] = f"/opt/ml/model/{Path(model_path).name}"
+        try:
+            container = run_container(runtime, image, model_dir, port, env, ping_path="/ping")
+        except ContainerError as exc:
+            if kind == "container":
+                raise
+            fallback = f"{image} did not start: {str(exc).splitlines()[0]}"
+    if container is None:
         process, server = start_native_text_server(model_path, sm_env, port, log_dir / f"llama-server-{port}.log")
+        server.fallback_reason = fallback
         try:
             yield server
         finally:
             stop_process(process.pid, timeout_s=STOP_TIMEOUT_S)
         return
     assert runtime is not None
-    model_dir = Path(model_path).parent
-    env = dict(sm_env)
-    if find_gguf_in_dir(model_dir) != Path(model_path):
-        env["SM_LLAMA_CPP_MODEL"] = f"/opt/ml/model/{Path(model_path).name}"
-    container = run_container(runtime, image, model_dir, port, env, ping_path="/ping")
     kind_name = "dlc-replica-container" if image == REPLICA_IMAGE else "dlc-container"
     server = TextServer(kind_name, container.base_url, "/invocations", "/ping", _image_build(runtime, image), image=image)
     try:

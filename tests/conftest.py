@@ -63,7 +63,16 @@ def container_runtime():
     runtime = find_container_runtime()
     if runtime is None:
         pytest.skip("no docker or podman CLI answers `info` (CI installs podman with .ci/container_setup.sh)")
-    return runtime
+
+    def names() -> set[str]:
+        return {n for n in runtime.run("ps", "-a", "--format", "{{.Names}}").stdout.split() if n.startswith("semif-")}
+
+    before = names()
+    yield runtime
+    leaked = names() - before  # every container a test starts must be stopped and removed by it
+    for name in leaked:
+        runtime.run("rm", "-f", name, check=False)
+    assert not leaked, f"tests left containers behind: {sorted(leaked)}"
 
 
 @pytest.fixture(scope="session")

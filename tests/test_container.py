@@ -203,3 +203,22 @@ def test_entrypoint_serve_answers_ping_and_invocations(opt_ml_model, example_req
         log.close()
     text = (tmp_path / "server.log").read_text(errors="replace")
     assert "binding ok" in text, text[-2000:]
+
+
+def test_auto_text_server_falls_back_to_native_and_says_why(tmp_path):
+    """`run_text_server(kind="auto")` with no usable runtime runs llama-server natively and records why."""
+    from semif_lib.containers import ContainerError, ContainerRuntime, SemifError, find_llama_server, run_text_server
+
+    assert issubclass(ContainerError, SemifError) and ContainerError("x").status_code == 503  # the CLI prints one line
+    broken = ContainerRuntime("false")  # a CLI that fails every call: image_exists says no
+    with pytest.raises(ContainerError, match="cannot run the text DLC in a container: no image"):
+        with run_text_server(tmp_path / "m.gguf", {}, free_port(), kind="container", runtime=broken):
+            pass
+    if find_llama_server() is None:
+        pytest.skip("no llama-server built (container/build_libllama.sh) for the native fallback")
+    from semif_lib.modelfile import find_embedded_model
+
+    with run_text_server(find_embedded_model(), {"SM_LLAMA_CPP_CTX_SIZE": "512"}, free_port(), kind="auto", runtime=broken,
+                         log_dir=tmp_path) as server:
+        assert server.kind == "native-llama-server" and "no image" in server.fallback_reason
+        assert urllib.request.urlopen(server.base_url + "/health", timeout=10).status == 200

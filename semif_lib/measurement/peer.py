@@ -579,7 +579,8 @@ def offers_flag(flag: str) -> bool | None:
 def describe_peer(server: Any, sm_env: dict[str, str]) -> dict[str, Any]:
     """Which text server was measured (replica container or native), its build, flags and CPU backend."""
     info: dict[str, Any] = {"kind": server.kind, "llama_cpp_build": server.build, "image": server.image,
-                            "chat_path": server.chat_path, "sm_env": sm_env, "command": server.command[1:] if server.command else None}
+                            "chat_path": server.chat_path, "sm_env": sm_env, "command": server.command[1:] if server.command else None,
+                            "fallback_reason": getattr(server, "fallback_reason", None)}
     if server.command:  # native: the CPU backend modules beside the binary (GGML_BACKEND_DL loads the best one)
         info["cpu_backends"] = sorted(p.name for p in Path(server.command[0]).parent.glob("libggml-cpu*.so"))
     return info
