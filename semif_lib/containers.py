@@ -205,7 +205,11 @@ def run_container(runtime: ContainerRuntime, image: str, model_dir: Path, port: 
             "-v", f"{Path(model_dir).resolve()}:/opt/ml/model:ro", *extra_args]
     for key, value in (env or {}).items():
         args += ["-e", f"{key}={value}"]
-    runtime.run(*args, image, "serve")
+    try:
+        runtime.run(*args, image, "serve")
+    except (ContainerError, subprocess.TimeoutExpired):
+        runtime.run("rm", "-f", name, check=False)  # `run -d` may have created it before failing to start it
+        raise
     container = RunningContainer(runtime, name, image, f"http://127.0.0.1:{port}")
     deadline = time.monotonic() + startup_timeout_s
     try:

@@ -165,3 +165,17 @@ def test_quick_run_end_to_end(llama_server, tmp_path):
     assert all(isinstance(t["met"], bool) for t in doc["targets"].values())
     assert set(doc["ceiling"]) == {"cold", "cached"} and len(doc["per_state"]) == 2
     assert peer.format_markdown(doc) in done.stdout
+
+
+def test_readme_quotes_the_committed_peer_results_verbatim():
+    """The README's side-by-side tables are the committed run, with the command that produced it."""
+    from semif_lib.measurement.peer import format_markdown
+    from semif_lib.measurement.workload import RESULTS_DIR
+
+    results = [p for p in (RESULTS_DIR / "bench" / "peer.json", RESULTS_DIR / "bench" / "peer-quick.json") if p.is_file()]
+    if not results:
+        pytest.skip("no committed results/bench/peer*.json")
+    doc = json.loads(results[0].read_text())
+    readme = (RESULTS_DIR.parent / "README.md").read_text()
+    assert format_markdown(doc) in readme
+    assert f"`{doc['command']}`" in readme

@@ -139,3 +139,13 @@ def test_the_replica_finds_the_model_as_the_dlc_does(container_runtime, replica_
         assert chat.status_code == 400 and "model" in chat.json()["error"]["message"]
     finally:
         container.stop()
+
+
+def test_a_container_that_cannot_start_is_removed(container_runtime, replica_image, packaged_model_dir):
+    """`run -d` creates the container before starting it: a start failure must not leave it behind."""
+    from semif_lib.containers import ContainerError, run_container
+
+    with pytest.raises(ContainerError, match="failed"):
+        run_container(container_runtime, replica_image, packaged_model_dir, free_port(), name="semif-cannot-start",
+                      extra_args=["--entrypoint", "/no/such/entrypoint"])
+    assert container_runtime.run("container", "inspect", "semif-cannot-start", check=False).returncode != 0
