@@ -131,25 +131,32 @@ def test_a_dead_worker_answers_everyone_pings_503_and_stops_the_server():
         assert len(app.state.deaths) == 1
 
 
-def test_a_dead_worker_makes_semif_serve_exit_non_zero():
+def start_fake_server(engine: str, **settings: object) -> tuple[subprocess.Popen, str]:
+    """`run_server` with a fake engine from fake_engines.py, as its own process; returns once /ping answers 200."""
     port = free_port()
     script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-              "from fake_engines import CrashingEngine\n"
+              f"from fake_engines import {engine}\n"
               "from semif_lib.serving.app import run_server\n"
               "from semif_lib.settings import Settings\n"
-              f"sys.exit(run_server(Settings(port={port}), engine_factory=lambda _: CrashingEngine()))\n")
+              f"sys.exit(run_server(Settings(port={port}, **{settings!r}), engine_factory=lambda _: {engine}()))\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(url + "/ping", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() >= deadline:
+            proc.kill()
+            raise AssertionError("the server did not start")
+        time.sleep(0.1)
+
+
+def test_a_dead_worker_makes_semif_serve_exit_non_zero():
+    proc, url = start_fake_server("CrashingEngine")
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
         assert_error(httpx.post(url + "/invocations", json=SMALL, timeout=10), 503)
         code = proc.wait(30)
     finally:
@@ -186,25 +193,9 @@ def test_hostile_json_is_a_400_naming_the_field(body, field):
 def test_a_request_outliving_the_drain_window_gets_a_json_503_and_the_server_exits_0():
     """SIGTERM while a request cannot finish within SEMIF_DRAIN_S: a JSON 503 shutting_down with Retry-After
     (uvicorn alone would cancel it into a plain-text 500), then exit 0 before SageMaker's SIGKILL."""
-    port = free_port()
-    script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-              "from fake_engines import GateEngine\n"
-              "from semif_lib.serving.app import run_server\n"
-              "from semif_lib.settings import Settings\n"
-              f"sys.exit(run_server(Settings(port={port}, drain_s=2), engine_factory=lambda _: GateEngine()))\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_fake_server("GateEngine", drain_s=2)
     results: dict = {}
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
         caller = post_in_background(url, results, "held")
         wait_until(lambda: httpx.get(url + "/ping").json()["pending"] == 1, "the request to reach the worker")
         signalled = time.monotonic()
