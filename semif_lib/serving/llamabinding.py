@@ -40,7 +40,6 @@ DLC_BUILD = 10433
 # tests/test_container_binding.py on that build).
 VERIFIED_BINDINGS: tuple[tuple[range, str], ...] = ((range(10429, 10436), "0.3.35"),)
 BINDING_VERSION = "0.3.35"  # the binding for the DLC's own build (DLC_BUILD)
-COMPATIBLE_BUILDS = range(10429, 10436)  # the builds BINDING_VERSION is verified for
 
 
 class BindingMismatchError(RuntimeError):
