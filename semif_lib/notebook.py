@@ -241,7 +241,9 @@ def stop_local_servers(settings: Settings | None = None, state: "WorkshopState |
     settings = settings or load_settings()
     state = state or load_state(settings)
     stopped = []
-    entries = [e for e in reversed(state.resources) if e["kind"] in ("local_process", "local_container")]
+    from .workshop import LOCAL_KINDS
+
+    entries = [e for e in reversed(state.resources) if e["kind"] in LOCAL_KINDS]
     for entry in entries:
         if delete_resource(entry, settings):
             stopped.append(f"{entry['name']} (pid {entry['pid']})" if "pid" in entry else f"{entry['name']} (container)")
