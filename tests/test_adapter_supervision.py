@@ -88,6 +88,38 @@ def test_full_queue_answers_503_at_once_and_loses_nothing():
         assert httpx.get(url + "/ping").json()["pending"] == 0
 
 
+def test_an_answered_request_no_longer_counts_as_pending_when_its_client_sees_the_answer(monkeypatch):
+    """/ping's `pending` is read by clients right after their last answer (CI saw 1 there): the worker must
+    count a job as answered before it hands the answer over, on the scored, expired and failed paths."""
+    from semif_lib.serving import worker as worker_module
+
+    seen: list[int] = []
+    real_resolve = worker_module.resolve_job
+    engine = GateEngine()
+    engine.gate.set()
+    with serving(engine, request_timeout_s=0.3) as (url, app):
+        def resolve(job, results):
+            seen.append(app.state.worker.pending)
+            real_resolve(job, results)
+        monkeypatch.setattr(worker_module, "resolve_job", resolve)
+        for _ in range(3):
+            assert httpx.post(url + "/invocations", json=SMALL, timeout=10).status_code == 200
+            assert httpx.get(url + "/ping").json()["pending"] == 0
+        engine.gate.clear()  # hold one request so that a second one expires in the queue
+        results: dict = {}
+        held = post_in_background(url, results, "held")
+        for _ in range(4):  # the three answered calls, then the held one
+            assert engine.started.acquire(timeout=10)
+        late = post_in_background(url, results, "late")
+        wait_until(lambda: app.state.worker.queued == 1, "the late request to queue")
+        time.sleep(0.5)
+        engine.gate.set()
+        held.join(10), late.join(10)
+        assert results["held"].status_code == 200 and results["late"].status_code == 503
+        assert httpx.get(url + "/ping").json()["pending"] == 0
+    assert seen == [0, 0, 0, 1, 0]  # when the held one is answered, only the late one is still pending
+
+
 def test_a_request_past_the_timeout_gets_503_instead_of_work():
     engine = GateEngine()
     with serving(engine, request_timeout_s=0.3) as (url, app):

@@ -57,6 +57,7 @@ class Job:
     future: asyncio.Future
     created: float = field(default_factory=time.monotonic)
     abandoned: bool = False  # the client went away or stopped waiting: drop it, do not compute it
+    answered: bool = False  # the worker has handed it its results (it no longer counts as pending)
 
 
 def resolve_job(job: Job, results: list[DecisionResponse | SemifError]) -> None:
@@ -169,10 +170,11 @@ class InferenceWorker:
                 except Exception as exc:  # noqa: BLE001 - never leave a client waiting on a worker bug
                     log.exception("worker failed on %d jobs", len(jobs))
                     for job in jobs:
-                        resolve_job(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
+                        if not job.answered:
+                            self._answer(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
                 finally:
-                    with self._cond:
-                        self._pending -= len(jobs)
+                    with self._cond:  # the dropped ones: never answered, no longer pending
+                        self._pending -= sum(not job.answered for job in jobs)
                 jobs = []
         except BaseException as exc:  # noqa: BLE001 - the thread is dying: answer everyone, then let the server exit
             self._die(exc, jobs)
@@ -180,6 +182,15 @@ class InferenceWorker:
             close = getattr(engine, "close", None)
             if close is not None:
                 close()
+
+    def _answer(self, job: Job, results: list[DecisionResponse | SemifError]) -> None:
+        """Count the job as answered before its client can see the answer, so a /ping sent right after reads 0 pending."""
+        with self._cond:
+            if job.answered:
+                return
+            job.answered = True
+            self._pending -= 1
+        resolve_job(job, results)
 
     def _admit(self, jobs: list[Job]) -> list[Job]:
         """The jobs still worth computing: drop those whose client left, answer 503 to those past the timeout."""
@@ -192,7 +203,7 @@ class InferenceWorker:
                 self.expired += 1
                 busy = ServiceBusyError(f"the request waited {waited:.0f} s for the model, longer than SEMIF_REQUEST_TIMEOUT="
                                         f"{self.settings.request_timeout_s:g} s; retry", retry_after=2)
-                resolve_job(job, [busy] * len(job.items))
+                self._answer(job, [busy] * len(job.items))
             else:
                 keep.append(job)
         return keep
@@ -227,7 +238,7 @@ class InferenceWorker:
                 for (job, k), out in zip(chunk, scored):
                     results[id(job)][k] = out
         for job in jobs:
-            resolve_job(job, results[id(job)])
+            self._answer(job, results[id(job)])
 
     def _score_chunk(self, requests: list[DecisionRequest], mode: str | None) -> list[DecisionResponse | SemifError]:
         engine = self.engine
