@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["aws", "aws_credentials", "aws_settings", "fake_gguf", "make_fake_gguf", "patch_sessions", "state"]
+__all__ = ["aws", "aws_credentials", "aws_settings", "client_error", "fake_gguf", "make_fake_gguf", "patch_sessions", "state"]
 
 REGION = "us-east-1"
 
@@ -30,6 +30,13 @@ def make_fake_gguf(path: Path, size: int = 64 << 10) -> Path:
     header = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
     path.write_bytes(header + bytes(size - len(header)))
     return path
+
+
+def client_error(code: str, message: str = "x", operation: str = "Op"):
+    """The botocore error AWS would raise: for the answers moto does not give (expired tokens, denials)."""
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
 
 
 def _without_empty_structures(value: Any) -> Any:

@@ -9,11 +9,6 @@ import pytest
 from moto_support import *  # noqa: F401,F403
 
 
-def _client_error(code: str, message: str, operation: str = "Op"):
-    from botocore.exceptions import ClientError
-
-    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
-
 
 def assert_one_line(exc: BaseException) -> str:
     message = str(exc)
@@ -95,8 +90,8 @@ def test_cleanup_keeps_going_and_reports_expired_credentials_per_resource(aws, a
 def test_resource_not_found_is_not_found():
     from semif_lib.aws.clients import is_not_found
 
-    assert is_not_found(_client_error("ResourceNotFound", "Could not find requested job", "DescribeTransformJob"))
-    assert not is_not_found(_client_error("ThrottlingException", "slow down"))
+    assert is_not_found(client_error("ResourceNotFound", "Could not find requested job", "DescribeTransformJob"))
+    assert not is_not_found(client_error("ThrottlingException", "slow down"))
 
 
 def test_cleanup_of_a_missing_transform_job_is_already_gone(aws, aws_settings, monkeypatch):
@@ -112,7 +107,7 @@ def test_cleanup_of_a_missing_transform_job_is_already_gone(aws, aws_settings, m
         made = real(service, settings)
         if service == "sagemaker":
             def missing(**_):
-                raise _client_error("ResourceNotFound", "Could not find requested job with name semif-batch-t3st01-0101000000")
+                raise client_error("ResourceNotFound", "Could not find requested job with name semif-batch-t3st01-0101000000")
             made.describe_transform_job = missing
         return made
 
@@ -126,8 +121,8 @@ def test_role_propagation_is_retried_with_bounded_backoff():
     from semif_lib.aws.clients import AwsSetupError, retry_while_role_propagates
 
     slept: list[float] = []
-    answers = [_client_error("InvalidInputException", "CodeBuild is not authorized to perform: sts:AssumeRole on arn:aws:iam::1:role/r"),
-               _client_error("ValidationException", "Could not assume role arn:aws:iam::1:role/r. Please ensure that the role exists")]
+    answers = [client_error("InvalidInputException", "CodeBuild is not authorized to perform: sts:AssumeRole on arn:aws:iam::1:role/r"),
+               client_error("ValidationException", "Could not assume role arn:aws:iam::1:role/r. Please ensure that the role exists")]
 
     def call():
         if answers:
@@ -138,7 +133,7 @@ def test_role_propagation_is_retried_with_bounded_backoff():
     assert slept == [2.0, 4.0]
 
     def never():
-        raise _client_error("ValidationException", "Could not assume role arn:aws:iam::1:role/r")
+        raise client_error("ValidationException", "Could not assume role arn:aws:iam::1:role/r")
 
     slept.clear()
     with pytest.raises(AwsSetupError, match="still not assumable"):
@@ -146,7 +141,7 @@ def test_role_propagation_is_retried_with_bounded_backoff():
     assert 1 <= len(slept) <= 4
 
     def other():
-        raise _client_error("ValidationException", "Invalid instance type")
+        raise client_error("ValidationException", "Invalid instance type")
 
     with pytest.raises(Exception, match="Invalid instance type"):
         retry_while_role_propagates(other, "model m", sleep=slept.append, log=None)
@@ -160,7 +155,7 @@ def test_a_new_codebuild_role_is_waited_for_not_slept_on(state, aws_settings, mo
 
     sleeps: list[float] = []
     monkeypatch.setattr(time, "sleep", lambda s: sleeps.append(s))
-    failures = [_client_error("InvalidInputException", "CodeBuild is not authorized to perform: sts:AssumeRole on arn:...")]
+    failures = [client_error("InvalidInputException", "CodeBuild is not authorized to perform: sts:AssumeRole on arn:...")]
     real = imagebuild.make_client
 
     def client(service, settings):

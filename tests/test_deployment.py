@@ -1,4 +1,4 @@
-"""DLC image URIs, container environment limits, endpoints, invocation and SSE streaming."""
+"""Container environment limits, endpoints, invocation and SSE streaming (the DLC image URIs: test_dlc.py)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,6 @@ import json
 import pytest
 
 from moto_support import *  # noqa: F401,F403
-
-
-# ------------------------------------------------------------------ image URIs
-@pytest.mark.parametrize(
-    ("region", "variant", "uri"),
-    [
-        ("us-east-1", "cpu", "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
-        ("eu-west-1", "cuda", "763104351884.dkr.ecr.eu-west-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
-        ("us-west-2", "arm64", "763104351884.dkr.ecr.us-west-2.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
-        ("af-south-1", "cpu", "626614931356.dkr.ecr.af-south-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
-        ("eu-south-1", "cuda", "692866216735.dkr.ecr.eu-south-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
-        ("me-south-1", "arm64", "217643126080.dkr.ecr.me-south-1.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
-    ],
-)
-def test_dlc_image_uri(region, variant, uri):
-    from semif_lib.aws.dlc import resolve_dlc_image_uri
-
-    assert resolve_dlc_image_uri(region, variant) == uri
-
-
-def test_dlc_image_uri_rejects_unknowns():
-    from semif_lib.aws.dlc import resolve_dlc_image_uri
-
-    with pytest.raises(ValueError, match="variant"):
-        resolve_dlc_image_uri("us-east-1", "tpu")
-    with pytest.raises(ValueError, match="region"):
-        resolve_dlc_image_uri("moon-1", "cpu")
 
 
 # ------------------------------------------------------------------ environment

@@ -1,4 +1,4 @@
-"""The DLC's whole region table (issue 14, item 2): every region's registry account, China's domain, and an
+"""The DLC's whole region table (issue 14, item 2): every region's registry account and variant, China's domain, and an
 early refusal, naming the region, where the DLC is not published (moto, two regions)."""
 
 from __future__ import annotations
@@ -31,16 +31,31 @@ def test_the_table_has_every_dlc_region():
 
 
 @pytest.mark.parametrize(("region", "variant", "uri"), [
+    ("us-east-1", "cpu", "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
+    ("eu-west-1", "cuda", "763104351884.dkr.ecr.eu-west-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
+    ("us-west-2", "arm64", "763104351884.dkr.ecr.us-west-2.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
+    ("af-south-1", "cpu", "626614931356.dkr.ecr.af-south-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
+    ("eu-south-1", "cuda", "692866216735.dkr.ecr.eu-south-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
+    ("me-south-1", "arm64", "217643126080.dkr.ecr.me-south-1.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
     ("ap-northeast-3", "cpu", "364406365360.dkr.ecr.ap-northeast-3.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"),
     ("me-central-1", "cuda", "914824155844.dkr.ecr.me-central-1.amazonaws.com/llama-cpp:server-sagemaker-cuda-v1"),
     ("il-central-1", "arm64", "780543022126.dkr.ecr.il-central-1.amazonaws.com/llama-cpp-arm64:server-sagemaker-cpu-v1"),
     ("cn-north-1", "cpu", "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/llama-cpp:server-sagemaker-cpu-v1"),
     ("cn-northwest-1", "cuda", "727897471807.dkr.ecr.cn-northwest-1.amazonaws.com.cn/llama-cpp:server-sagemaker-cuda-v1"),
 ])
-def test_opt_in_and_china_regions_use_their_own_registry(region, variant, uri):
+def test_each_region_and_variant_uses_its_registry(region, variant, uri):
     from semif_lib.aws.dlc import resolve_dlc_image_uri
 
     assert resolve_dlc_image_uri(region, variant) == uri
+
+
+def test_an_unknown_variant_or_region_is_refused():
+    from semif_lib.aws.dlc import resolve_dlc_image_uri
+
+    with pytest.raises(ValueError, match="variant"):
+        resolve_dlc_image_uri("us-east-1", "tpu")
+    with pytest.raises(ValueError, match="region"):
+        resolve_dlc_image_uri("moon-1", "cpu")
 
 
 @pytest.mark.parametrize("region", ["us-gov-west-1", "eu-central-3", "us-isob-east-1"])

@@ -116,11 +116,6 @@ def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings)
     assert list(table.columns) == ["step", "action", "allowed", "how", "resource"] and len(table) == len(preflight.NEEDS)
 
 
-def _client_error(code: str, message: str = "x", operation: str = "Op"):
-    from botocore.exceptions import ClientError
-
-    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
-
 
 def test_the_check_uses_policy_simulation_where_allowed(aws, aws_settings, monkeypatch):
     """A Studio role with the caller policy attached, minus CodeBuild: simulation marks exactly those rows."""
@@ -167,7 +162,7 @@ def test_a_denied_dry_call_is_reported_not_raised(aws, aws_settings, monkeypatch
         made = real(service, settings, **kwargs)
         if service == "codebuild":
             def denied(**_):
-                raise _client_error("AccessDeniedException", "not authorized to perform: codebuild:BatchGetProjects")
+                raise client_error("AccessDeniedException", "not authorized to perform: codebuild:BatchGetProjects")
             made.batch_get_projects = denied
         return made
 
