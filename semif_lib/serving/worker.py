@@ -169,9 +169,8 @@ class InferenceWorker:
                     self._process(self._admit(jobs))
                 except Exception as exc:  # noqa: BLE001 - never leave a client waiting on a worker bug
                     log.exception("worker failed on %d jobs", len(jobs))
-                    for job in jobs:
-                        if not job.answered:
-                            self._answer(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
+                    for job in jobs:  # _answer skips the ones already answered
+                        self._answer(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
                 finally:
                     with self._cond:  # the dropped ones: never answered, no longer pending
                         self._pending -= sum(not job.answered for job in jobs)
