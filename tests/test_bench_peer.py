@@ -64,6 +64,32 @@ def test_cold_passes_get_a_marker_no_server_has_seen(example_requests):
     assert list(peer.decision_request(row, "t", questions=2)["questions"]) == list(row["questions"])[:2]
 
 
+def test_a_failed_state_in_the_client_phase_is_counted_not_raised():
+    """A 503 or a timeout for one state (the full run once lost two hours to one) leaves the others measured."""
+    def ask(http, request):
+        if request["id"] == "s2":
+            raise RuntimeError("POST /invocations answered 503: queue wait")
+        return peer.Pass(0.01, decisions=len(request["questions"]), requests=1)
+
+    requests = [{"id": f"s{i}", "questions": {"a": {}, "b": {}}} for i in range(5)]
+    out = peer.run_clients(2, requests, ask)
+    assert (out["states"], out["failed_states"], out["decisions"], out["requests"]) == (5, 1, 8, 4)
+    assert "503" in out["first_failure"] and out["state_latency_p95_s"] == 0.01
+    nothing = peer.run_clients(2, requests[2:3], ask)
+    assert nothing["decisions"] == 0 and nothing["state_latency_p50_s"] is None
+    targets = peer.check_peer_targets({"decision-cold": {"option_coverage": 1.0}}, {"decision": nothing, "server-logprobs": out}, [])
+    assert targets["concurrent_clients"]["met"] is False and targets["concurrent_clients"]["failed_states"]["decision"] == 1
+    assert "1 failed" in peer.format_markdown({"paths": {}, "concurrency": {"decision": nothing}, "targets": {}})
+
+
+def test_semif_serve_lets_a_request_wait_as_long_as_the_client_does(tmp_path):
+    """The client phase queues a state behind a whole round of others: SageMaker's 55 s would turn it into a 503."""
+    from semif_lib.settings import Settings
+
+    env = peer.PeerConfig().serve_env(tmp_path / "model.gguf")
+    assert float(env["SEMIF_REQUEST_TIMEOUT_S"]) >= peer.CLIENT_TIMEOUT_S > Settings.model_fields["request_timeout_s"].default
+
+
 def test_paths_are_checked_before_any_server_starts():
     with pytest.raises(InvalidRequestError, match="valid paths"):
         peer.check_paths(["decision-cold", "warp"])
@@ -165,6 +191,8 @@ def test_quick_run_end_to_end(llama_server, tmp_path):
     assert all(isinstance(t["met"], bool) for t in doc["targets"].values())
     assert set(doc["ceiling"]) == {"cold", "cached"} and len(doc["per_state"]) == 2
     assert peer.format_markdown(doc) in done.stdout
+    assert "partial" not in doc and doc["concurrency"]["decision"]["failed_states"] == 0
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG"), "the plot is written next to the results"
 
 
 def test_readme_quotes_the_committed_peer_results_verbatim():

@@ -70,6 +70,10 @@ PEER_PATHS = ("decision-cold", "decision-cached", "server-logprobs", "server-log
               "server-logprobs-concurrent", "server-logprobs-concurrent-cached", "server-json")
 QUICK_STATES = 4
 TOP_LOGPROBS = 20  # the most OpenAI's API (and llama-server's default) returns
+# Seconds a client waits for one answer, and what `semif serve` lets a request wait in its queue. In
+# the client phase a state can wait a whole round of 8 others (about 90 s of branches on 2 cores),
+# far past the adapter's SageMaker-sized default of 55 s; llama-server has no such limit, so neither side has one here.
+CLIENT_TIMEOUT_S = 900
 
 # Targets from the issue; checked and reported, never asserted in tests.
 TARGET_COLD = 1.3
@@ -106,6 +110,7 @@ class PeerConfig:
     def serve_env(self, model_path: Path) -> dict[str, str]:
         """`semif serve`'s environment: its defaults, with the same model, threads, cells and batch sizes.
 
+        The queue wait limit is the client's timeout (`CLIENT_TIMEOUT_S`), not SageMaker's 60 s.
         The prefix cache keeps its default budget (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three
         states here): a resident prefix is a masked cell every other request's attention still scans,
         and no state in this run is asked about again after its cached pass.
@@ -115,7 +120,8 @@ class PeerConfig:
         cache_tokens = min(Settings.model_fields["cache_tokens"].default, self.n_ctx // 2)
         return server_env(self.threads, SEMIF_MODEL_PATH=str(model_path), SEMIF_N_CTX=str(self.n_ctx),
                           SEMIF_CACHE_TOKENS=str(cache_tokens), SEMIF_CHECK_INVARIANTS="0",
-                          SEMIF_N_BATCH="2048", SEMIF_N_UBATCH="512", SEMIF_FLASH_ATTN="auto")
+                          SEMIF_N_BATCH="2048", SEMIF_N_UBATCH="512", SEMIF_FLASH_ATTN="auto",
+                          SEMIF_REQUEST_TIMEOUT_S=str(CLIENT_TIMEOUT_S))
 
 
 # ---------------------------------------------------------------- requests and answers
@@ -403,12 +409,24 @@ def tally_json(run: PeerRun, generated: Pass, decision: Pass, request: dict[str,
 
 # ---------------------------------------------------------------- 8 clients at once
 def run_clients(clients: int, requests: Sequence[dict[str, Any]], ask_state: Callable[[Any, dict[str, Any]], Pass]) -> dict[str, Any]:
-    """`clients` threads, each with its own states (request i goes to client i % clients), sent back to back."""
+    """`clients` threads, each with its own states (request i goes to client i % clients), sent back to back.
+
+    A state that fails (an error status, a timeout) is counted in `failed_states` with its first
+    error, and its decisions are not counted as answered: one slow answer must not cost the run.
+    """
     import httpx
 
+    failures: list[str] = []
+
     def client(chunk: Sequence[dict[str, Any]]) -> list[Pass]:
-        with httpx.Client(timeout=900) as http:
-            return [ask_state(http, request) for request in chunk]
+        answered = []
+        with httpx.Client(timeout=CLIENT_TIMEOUT_S) as http:
+            for request in chunk:
+                try:
+                    answered.append(ask_state(http, request))
+                except (RuntimeError, httpx.HTTPError) as exc:
+                    failures.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+        return answered
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=clients) as pool:
@@ -416,11 +434,16 @@ def run_clients(clients: int, requests: Sequence[dict[str, Any]], ask_state: Cal
     wall = time.perf_counter() - t0
     states = [p.seconds for p in passes]
     calls = [s for p in passes for s in (p.latencies or [p.seconds])]
-    decisions = sum(len(r["questions"]) for r in requests)
-    return {"clients": clients, "states": len(requests), "decisions": decisions, "requests": len(calls),
+    decisions = sum(p.decisions for p in passes)
+    return {"clients": clients, "states": len(requests), "decisions": decisions, "requests": sum(p.requests for p in passes),
+            "failed_states": len(failures), "first_failure": failures[0] if failures else None,
             "seconds": round(wall, 3), "decisions_per_s": round(decisions / wall, 3),
-            "state_latency_p50_s": round(statistics.median(states), 3), "state_latency_p95_s": round(percentile(states, 0.95), 3),
-            "request_latency_p50_s": round(statistics.median(calls), 3), "request_latency_p95_s": round(percentile(calls, 0.95), 3)}
+            "state_latency_p50_s": _rounded(statistics.median(states) if states else None), "state_latency_p95_s": _rounded(percentile(states, 0.95)),
+            "request_latency_p50_s": _rounded(statistics.median(calls) if calls else None), "request_latency_p95_s": _rounded(percentile(calls, 0.95))}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def run_concurrency(run: PeerRun, workload: Sequence[dict[str, Any]], progress: Callable[[str], None]) -> dict[str, Any]:
@@ -488,10 +511,12 @@ def check_peer_targets(paths: dict[str, dict[str, Any]], concurrency: dict[str, 
                                              "met": ratio >= target and full}
     if concurrency:
         dec, srv = concurrency["decision"], concurrency["server-logprobs"]
-        ratio = dec["decisions_per_s"] / srv["decisions_per_s"]
+        ratio = dec["decisions_per_s"] / srv["decisions_per_s"] if srv["decisions_per_s"] else math.inf
         out["concurrent_clients"] = {"ratio": round(ratio, 3), "target": TARGET_CONCURRENT, "decision_p95_s": dec["state_latency_p95_s"],
                                      "server_p95_s": srv["state_latency_p95_s"],
-                                     "met": ratio >= TARGET_CONCURRENT and dec["state_latency_p95_s"] <= srv["state_latency_p95_s"]}
+                                     "failed_states": {"decision": dec.get("failed_states", 0), "server-logprobs": srv.get("failed_states", 0)},
+                                     "met": ratio >= TARGET_CONCURRENT and not dec.get("failed_states") and dec["decisions"] > 0
+                                     and (srv["state_latency_p95_s"] is None or dec["state_latency_p95_s"] <= srv["state_latency_p95_s"])}
     if json_speedups:
         speedup = statistics.median(json_speedups)
         tokens = paths["decision-cold"]["output_tokens"]
@@ -594,8 +619,12 @@ def warm_up(http: Any, decision_url: str, chat_url: str) -> None:
 
 
 def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency_workload: Sequence[dict[str, Any]] = (),
-             progress: bool = True) -> dict[str, Any]:
-    """Both servers up, every path on every state (interleaved), then the client phase; returns the results document."""
+             progress: bool = True, checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Both servers up, every path on every state (interleaved), then the client phase; returns the results document.
+
+    `checkpoint` gets the document so far (`partial` says what is missing) after every state and
+    before the client phase: a run of two hours that fails late keeps what it measured.
+    """
     import httpx
     from tqdm.auto import tqdm
 
@@ -614,13 +643,26 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
         run = PeerRun(config, decision_url, server.base_url + server.chat_path, http, {p: PeerTally() for p in config.paths})
         say(f"decision path: {decision_url} on {library}; text DLC: {server.kind} (llama.cpp b{server.build}) at {run.chat_url}")
         warm_up(http, decision_url, run.chat_url)
+        peer = describe_peer(server, sm_env)
+        clients = bool(concurrency_workload and config.clients)
         for i, row in enumerate(tqdm(workload, desc="bench peer", unit="state", file=sys.stderr, disable=not progress)):
             run_state(run, i, row)
-        concurrency = run_concurrency(run, concurrency_workload, say) if concurrency_workload and config.clients else None
-        peer = describe_peer(server, sm_env)
+            if checkpoint:
+                missing = f"states {i + 2}-{len(workload)}" if i + 1 < len(workload) else None
+                checkpoint(assemble_peer(run, model, peer, serve_env, library, None,
+                                         partial=", ".join(filter(None, [missing, "the client phase" if clients else None])) or None))
+        concurrency = run_concurrency(run, concurrency_workload, say) if clients else None
+    return assemble_peer(run, model, peer, serve_env, library, concurrency)
+
+
+def assemble_peer(run: PeerRun, model: Path, peer: dict[str, Any], serve_env: dict[str, str], library: dict[str, Any],
+                  concurrency: dict[str, Any] | None, partial: str | None = None) -> dict[str, Any]:
+    """The results document from what the run has gathered so far (`partial`: what it does not hold yet)."""
+    config = run.config
     paths = summarize_paths(run.tallies)
     return {
-        "workload": {"states": len(workload), "decisions": sum(t.decisions for p, t in run.tallies.items() if p == "decision-cold"),
+        **({"partial": f"not measured yet: {partial}"} if partial else {}),
+        "workload": {"states": len(run.per_state), "decisions": run.tallies["decision-cold"].decisions,
                      "questions_per_state": config.questions or "all", "run_id": config.run_id},
         "config": {"threads": config.threads, "n_ctx": config.n_ctx, "parallel": config.parallel, "n_batch": 2048, "n_ubatch": 512,
                    "flash_attn": "auto", "top_logprobs": TOP_LOGPROBS, "model": str(model),
@@ -658,8 +700,10 @@ def format_markdown(doc: dict[str, Any]) -> str:
     if doc.get("concurrency"):
         rows += ["", "| 8 clients | decisions/s | state p50 (s) | state p95 (s) | request p50 (s) | request p95 (s) |", "|---|---:|---:|---:|---:|---:|"]
         for side, c in doc["concurrency"].items():
-            rows.append(f"| {side} ({c['clients']} clients, {c['states']} states) | {c['decisions_per_s']:.3f} | {c['state_latency_p50_s']:.2f} | "
-                        f"{c['state_latency_p95_s']:.2f} | {c['request_latency_p50_s']:.2f} | {c['request_latency_p95_s']:.2f} |")
+            failed = f", {c['failed_states']} failed" if c.get("failed_states") else ""
+            rows.append(f"| {side} ({c['clients']} clients, {c['states']} states{failed}) | {c['decisions_per_s']:.3f} | "
+                        + " | ".join(_cell(c[k], "{:.2f}") for k in ("state_latency_p50_s", "state_latency_p95_s",
+                                                                      "request_latency_p50_s", "request_latency_p95_s")) + " |")
     rows += ["", "| target | measured | met |", "|---|---:|---|"]
     for name, t in doc["targets"].items():
         rows.append(f"| {name} (target {t['target']}x) | {t['ratio']}x | {'yes' if t['met'] else 'no'} |")
@@ -698,7 +742,7 @@ def plot_peer(doc: dict[str, Any]) -> Any:
         sides = list(doc["concurrency"])
         values = [doc["concurrency"][s]["decisions_per_s"] for s in sides]
         bars = ax2.bar(sides, values, color=["#3b7dd8" if s == "decision" else "#bbbbbb" for s in sides])
-        ax2.bar_label(bars, labels=[f"{v:.2f}/s\np95 {doc['concurrency'][s]['state_latency_p95_s']:.1f} s"
+        ax2.bar_label(bars, labels=[f"{v:.2f}/s\np95 {_cell(doc['concurrency'][s]['state_latency_p95_s'], '{:.1f}')} s"
                                     for s, v in zip(sides, values)], fontsize=8)
         ax2.set_title(f"{doc['concurrency'][sides[0]]['clients']} clients at once", fontsize=9)
         ax2.set_ylim(0, max(values) * 1.35)
@@ -706,6 +750,19 @@ def plot_peer(doc: dict[str, Any]) -> Any:
         ax2.tick_params(labelsize=8)
     fig.tight_layout()
     return fig
+
+
+def save_peer_plot(doc: dict[str, Any], path: Path) -> Path:
+    """`plot_peer` as a PNG next to the results, for the README (headless: no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig = plot_peer(doc)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 # ---------------------------------------------------------------- command line
@@ -720,12 +777,13 @@ def command_peer(args: argparse.Namespace) -> int:
     workload = load_workload(args.workload, states=args.states or (QUICK_STATES if args.quick else None))
     phase = args.concurrency_states or (args.clients if args.quick else None)
     concurrency = load_workload(args.workload, states=phase) if args.clients else []
-    doc = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "peer"] else "semif bench peer",
-           "machine": describe_machine(SimpleNamespace(threads=args.threads, flash_attn="auto", n_ubatch=512)),
-           **run_peer(config, workload, concurrency)}
-    out = write_result(doc, args.output or Path("results/bench") / ("peer-quick.json" if args.quick else "peer.json"))
+    head = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "peer"] else "semif bench peer",
+            "machine": describe_machine(SimpleNamespace(threads=args.threads, flash_attn="auto", n_ubatch=512))}
+    output = args.output or Path("results/bench") / ("peer-quick.json" if args.quick else "peer.json")
+    doc = {**head, **run_peer(config, workload, concurrency, checkpoint=lambda partial: write_result({**head, **partial}, output))}
+    out = write_result(doc, output)
     print(format_markdown(doc))
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"wrote {out} and {save_peer_plot(doc, out.with_suffix('.png'))}", file=sys.stderr)
     return 0
 
 
