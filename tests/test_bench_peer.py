@@ -80,6 +80,8 @@ def test_a_failed_state_in_the_client_phase_is_counted_not_raised():
     targets = peer.check_peer_targets({"decision-cold": {"option_coverage": 1.0}}, {"decision": nothing, "server-logprobs": out}, [])
     assert targets["concurrent_clients"]["met"] is False and targets["concurrent_clients"]["failed_states"]["decision"] == 1
     assert "1 failed" in peer.format_markdown({"paths": {}, "concurrency": {"decision": nothing}, "targets": {}})
+    partial = peer.format_markdown({"partial": "not measured yet: the client phase", "paths": {}, "targets": {}})
+    assert partial.startswith("**Partial run** (not measured yet: the client phase)")
 
 
 def test_semif_serve_lets_a_request_wait_as_long_as_the_client_does(tmp_path):

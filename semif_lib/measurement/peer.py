@@ -686,7 +686,8 @@ def _cell(value: Any, fmt: str = "{}") -> str:
 
 def format_markdown(doc: dict[str, Any]) -> str:
     """Paths, the 8-client phase, the targets and the ceiling as Markdown, for the README to quote verbatim."""
-    rows = ["| path | decisions/s | state p50 (s) | requests | output tokens | option coverage | argmax agreement | max \\|Δp\\| | prefill tokens/s |",
+    head = [f"**Partial run** ({doc['partial']}): the figures below are what it measured before it stopped.", ""] if doc.get("partial") else []
+    rows = head + ["| path | decisions/s | state p50 (s) | requests | output tokens | option coverage | argmax agreement | max \\|Δp\\| | prefill tokens/s |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for path, r in doc["paths"].items():
         coverage = _cell(r.get("option_coverage"), "{:.1%}")
