@@ -74,6 +74,7 @@ def test_residency_benchmark_writes_every_level(tmp_path):
     none, one = doc["resident"]["0"], doc["resident"]["1"]
     assert none["slowdown_vs_none"] == 1.0 and none["branches_s_median"] > 0 and one["branches_s_median"] > 0
     assert one["resident_cells_mean"] > none["resident_cells_mean"] > 1000  # the other state's prefix stayed resident
+    assert none["prefill_slowdown_vs_none"] == 1.0 and none["prefill_tokens_per_s_median"] > 0 and one["prefill_tokens_per_s_median"] > 0
     assert doc["command"].startswith("semif bench residency")
 
 

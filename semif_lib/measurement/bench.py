@@ -409,10 +409,11 @@ def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, 
 
 def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: Sequence[int] = (0, 1, 2),
                   progress: bool = True) -> dict[str, Any]:
-    """Branch time of a cached request while 0, 1, 2... other states' prefixes stay resident.
+    """Prefill rate of a new state, and branch time of it cached, while 0, 1, 2... other states' prefixes stay resident.
 
     With a unified KV cache every request's attention scans the cells of all resident sequences
-    (masked), so the prefix cache budget (`SEMIF_CACHE_TOKENS`) trades hits for slower branches.
+    (masked), so the prefix cache budget (`SEMIF_CACHE_TOKENS`) trades hits for a slower prefill
+    and slower branches.
     Each target state is measured at every residency level in turn; the others are the next states.
     """
     from tqdm.auto import tqdm
@@ -428,6 +429,7 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
     engine = DecisionEngine(settings.model_copy(update={"n_ctx": max(settings.n_ctx, 2 * room), "cache_tokens": room}))
     seconds: dict[int, list[float]] = {k: [] for k in resident}
     cells: dict[int, list[int]] = {k: [] for k in resident}
+    prefill: dict[int, list[float]] = {k: [] for k in resident}  # tokens/s of the target's own prefill
     targets = workload[: len(workload) - most]
     for i, row in enumerate(tqdm(targets, desc="bench residency", unit="state", file=sys.stderr, disable=not progress)):
         request = {"state": row["state"], "questions": row["questions"]}
@@ -435,19 +437,23 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
             engine.clear_cache()
             for other in workload[i + 1 : i + 1 + k]:
                 engine.score({"state": other["state"], "questions": other["questions"]}, mode="parallel")
-            engine.score(request, mode="parallel")  # prefill the target; it stays resident
+            first = engine.score(request, mode="parallel")  # prefill the target; it stays resident
+            prefilled = first.timing["prefix_tokens"] - first.usage.cached_tokens
+            prefill[k].append(prefilled / first.timing["prefill_s"])
             response = engine.score(request, mode="parallel")
             if response.usage.cached_tokens != response.timing["prefix_tokens"]:
                 raise BenchmarkError(f"the target missed the cache (state {row.get('id')})")
             seconds[k].append(response.timing["branches_s"])
             cells[k].append(engine.cache.used_tokens)
     engine.close()
-    base = seconds[resident[0]]
+    base, base_prefill = seconds[resident[0]], prefill[resident[0]]
     return {
         "workload": {"states": len(targets), "resident_levels": list(resident)},
         "resident": {str(k): {"resident_cells_mean": round(statistics.mean(cells[k]), 1),
                               "branches_s_median": round(statistics.median(seconds[k]), 4),
-                              "slowdown_vs_none": round(statistics.median(t / b for t, b in zip(seconds[k], base)), 3)}
+                              "slowdown_vs_none": round(statistics.median(t / b for t, b in zip(seconds[k], base)), 3),
+                              "prefill_tokens_per_s_median": round(statistics.median(prefill[k]), 1),
+                              "prefill_slowdown_vs_none": round(statistics.median(b / r for r, b in zip(prefill[k], base_prefill)), 3)}
                      for k in resident},
     }
 
