@@ -79,6 +79,9 @@ def test_a_failed_state_in_the_client_phase_is_counted_not_raised():
     assert nothing["decisions"] == 0 and nothing["state_latency_p50_s"] is None
     targets = peer.check_peer_targets({"decision-cold": {"option_coverage": 1.0}}, {"decision": nothing, "server-logprobs": out}, [])
     assert targets["concurrent_clients"]["met"] is False and targets["concurrent_clients"]["failed_states"]["decision"] == 1
+    silent = peer.check_peer_targets({"decision-cold": {"option_coverage": 1.0}}, {"decision": out, "server-logprobs": nothing}, [])
+    assert silent["concurrent_clients"]["ratio"] is None and silent["concurrent_clients"]["met"] is False
+    json.dumps(silent, allow_nan=False)  # the results file stays standard JSON
     assert "1 failed" in peer.format_markdown({"paths": {}, "concurrency": {"decision": nothing}, "targets": {}})
     partial = peer.format_markdown({"partial": "not measured yet: the client phase", "paths": {}, "targets": {}})
     assert partial.startswith("**Partial run** (not measured yet: the client phase)")

@@ -511,11 +511,12 @@ def check_peer_targets(paths: dict[str, dict[str, Any]], concurrency: dict[str, 
                                              "met": ratio >= target and full}
     if concurrency:
         dec, srv = concurrency["decision"], concurrency["server-logprobs"]
-        ratio = dec["decisions_per_s"] / srv["decisions_per_s"] if srv["decisions_per_s"] else math.inf
-        out["concurrent_clients"] = {"ratio": round(ratio, 3), "target": TARGET_CONCURRENT, "decision_p95_s": dec["state_latency_p95_s"],
+        # no ratio when llama-server answered nothing (JSON has no infinity); the target is then not met
+        ratio = dec["decisions_per_s"] / srv["decisions_per_s"] if srv["decisions_per_s"] else None
+        out["concurrent_clients"] = {"ratio": _rounded(ratio), "target": TARGET_CONCURRENT, "decision_p95_s": dec["state_latency_p95_s"],
                                      "server_p95_s": srv["state_latency_p95_s"],
                                      "failed_states": {"decision": dec.get("failed_states", 0), "server-logprobs": srv.get("failed_states", 0)},
-                                     "met": ratio >= TARGET_CONCURRENT and not dec.get("failed_states") and dec["decisions"] > 0
+                                     "met": ratio is not None and ratio >= TARGET_CONCURRENT and not dec.get("failed_states") and dec["decisions"] > 0
                                      and (srv["state_latency_p95_s"] is None or dec["state_latency_p95_s"] <= srv["state_latency_p95_s"])}
     if json_speedups:
         speedup = statistics.median(json_speedups)
@@ -639,7 +640,7 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     serve_env = {**config.serve_env(model), **library_env}
     with running_serve(config.port, serve_env, config.log_dir / "peer-serve.log", module=module) as decision_url, \
             run_text_server(model, sm_env, config.port + 1, kind=config.kind, log_dir=config.log_dir) as server, \
-            httpx.Client(timeout=900) as http:
+            httpx.Client(timeout=CLIENT_TIMEOUT_S) as http:
         run = PeerRun(config, decision_url, server.base_url + server.chat_path, http, {p: PeerTally() for p in config.paths})
         say(f"decision path: {decision_url} on {library}; text DLC: {server.kind} (llama.cpp b{server.build}) at {run.chat_url}")
         warm_up(http, decision_url, run.chat_url)
@@ -647,10 +648,9 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
         clients = bool(concurrency_workload and config.clients)
         for i, row in enumerate(tqdm(workload, desc="bench peer", unit="state", file=sys.stderr, disable=not progress)):
             run_state(run, i, row)
-            if checkpoint:
-                missing = f"states {i + 2}-{len(workload)}" if i + 1 < len(workload) else None
-                checkpoint(assemble_peer(run, model, peer, serve_env, library, None,
-                                         partial=", ".join(filter(None, [missing, "the client phase" if clients else None])) or None))
+            missing = ([f"states {i + 2}-{len(workload)}"] if i + 1 < len(workload) else []) + (["the client phase"] if clients else [])
+            if checkpoint and missing:  # the complete document is returned, not checkpointed
+                checkpoint(assemble_peer(run, model, peer, serve_env, library, None, partial=", ".join(missing)))
         concurrency = run_concurrency(run, concurrency_workload, say) if clients else None
     return assemble_peer(run, model, peer, serve_env, library, concurrency)
 
@@ -707,7 +707,7 @@ def format_markdown(doc: dict[str, Any]) -> str:
                                                                       "request_latency_p50_s", "request_latency_p95_s")) + " |")
     rows += ["", "| target | measured | met |", "|---|---:|---|"]
     for name, t in doc["targets"].items():
-        rows.append(f"| {name} (target {t['target']}x) | {t['ratio']}x | {'yes' if t['met'] else 'no'} |")
+        rows.append(f"| {name} (target {t['target']}x) | {_cell(t['ratio'], '{}x')} | {'yes' if t['met'] else 'no'} |")
     for name, c in doc.get("ceiling", {}).items():
         rows += ["", f"Ceiling, {name} states, against {c['server_path']}: llama-server ran {c['server_tokens_per_decision']} tokens per "
                  f"decision at {c['server_tokens_per_s']} tokens/s plus {c['server_overhead_s_per_request']} s per request; the decision path "
