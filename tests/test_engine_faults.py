@@ -114,11 +114,11 @@ def test_batches_over_the_context_are_admitted_in_rounds(faulty):
     preps = [faulty.prepare(parse_request(r)) for r in reqs]
     assert sum(len(p.prefix) for p in preps) > faulty.n_ctx, "the workload must over-commit the context"
     assert len(faulty.plan_rounds(preps)) > 1
-    free_before = len(faulty._free_seqs) + len(faulty.cache)
+    free_before = len(faulty._free_seqs) + len(faulty.cache.resident())
     out = faulty.score_batch(reqs, mode="parallel")
     assert all(not isinstance(r, Exception) for r in out), out
     faulty.check_invariants()
-    assert len(faulty._free_seqs) + len(faulty.cache) == free_before
+    assert len(faulty._free_seqs) + len(faulty.cache.resident()) == free_before
     for r, single in zip(out, reqs):
         faulty.clear_cache()
         assert_close(r, faulty.score(single, mode="parallel"))
@@ -166,12 +166,12 @@ def test_nested_prefixes_reuse_the_exact_entry_and_leak_nothing(faulty):
     faulty.clear_cache()
     short = faulty.prepare(parse_request({"state": make_state(40, 8), "questions": QUESTIONS})).prefix
     longer = short + faulty.tokenize(" and then the same state went on for a while")
-    seqs = len(faulty._free_seqs) + len(faulty.cache)
+    seqs = len(faulty._free_seqs) + len(faulty.cache.resident())
     for k in range(20):
         entry, cached = faulty._acquire_prefix(longer if k % 4 == 0 else short)
         faulty._release_prefix(entry)
         faulty.check_invariants()
-        assert len(faulty._free_seqs) + len(faulty.cache) == seqs
+        assert len(faulty._free_seqs) + len(faulty.cache.resident()) == seqs
         if k % 4 in (2, 3):  # P was acquired just before: an exact hit, not another copy
             assert cached == len(short)
     response = faulty.score({"state": make_state(40, 8), "questions": QUESTIONS}, mode="parallel")

@@ -15,8 +15,10 @@ Execution modes, which give the same answers within quantization noise:
 * ``oneshot`` (benchmarks only): prefix and suffixes in one batch with prefix tokens tagged
   with every branch's sequence id; no cache, no bookkeeping. The hardware's lower bound.
 
-Prefixes stay resident across requests in an LRU bounded by a token budget (see
-`prefix_cache.PrefixCache`); a later request with the same state skips its prefill.
+Prefixes are cached across requests in an LRU bounded by a token budget (see
+`prefix_cache.PrefixCache`); a later request with the same state skips its prefill. Between
+requests a cached prefix is spilled to host memory, so its cells do not slow other requests'
+decodes, and restored into a sequence when a request needs it again.
 """
 
 from __future__ import annotations
@@ -197,10 +199,10 @@ class DecisionEngine:
         self._b_logits = np.ctypeslib.as_array(self._batch.logits, shape=(self.n_batch,))
         self._b_seq = [self._batch.seq_id[i] for i in range(self.n_batch)]
 
-        self.cache = PrefixCache(budget_tokens=min(s.cache_tokens, self.n_ctx // 2))
+        self.cache = PrefixCache(budget_tokens=s.cache_tokens)  # host memory: not bounded by the KV cells
         self._free_seqs = list(range(self.n_seq_max - 1, -1, -1))
         self._scratch_seq = self._free_seqs.pop()
-        self.stats = {"requests": 0, "cache_hits": 0, "prefill_tokens": 0, "branch_tokens": 0}
+        self.stats = {"requests": 0, "cache_hits": 0, "prefill_tokens": 0, "branch_tokens": 0, "restores": 0, "spills": 0}
         self.calibration = None
         if s.calibration:
             from .calibrator import load_calibration
@@ -479,10 +481,10 @@ class DecisionEngine:
 
     def _take_seq(self) -> int:
         if not self._free_seqs:
-            victim = self.cache.pick_victim()
+            victim = self.cache.pick_victim(resident_only=True)
             if victim is None:
                 raise SemifError("no free KV sequence")
-            self._evict(victim)
+            self._spill(victim)
         return self._free_seqs.pop()
 
     def _give_seq(self, seq: int) -> None:
@@ -490,8 +492,35 @@ class DecisionEngine:
         self._free_seqs.append(seq)
 
     def _evict(self, entry: Any) -> None:
+        """Forget a cached prefix: its sequence (if resident) and its snapshot go."""
         self.cache.remove(entry)
+        if entry.resident:
+            self._give_seq(entry.seq_id)
+            entry.seq_id = None
+        entry.snapshot = None
+
+    def _spill(self, entry: Any) -> None:
+        """Move an unpinned prefix out of the KV cache into host memory (its snapshot); evict it if it cannot be saved."""
+        if entry.snapshot is None:
+            snapshot = self._snapshot(entry.seq_id)
+            if len(snapshot) == 0:
+                self._evict(entry)
+                return
+            entry.snapshot = snapshot
         self._give_seq(entry.seq_id)
+        entry.seq_id = None
+        self.stats["spills"] += 1
+
+    def _restore_entry(self, entry: Any, seq: int) -> bool:
+        """Copy a spilled prefix's KV back into `seq`; False (seq left empty) if llama.cpp found no room for it."""
+        if self._lib.llama_state_seq_set_data(self._ctx, entry.snapshot, len(entry.snapshot), seq):
+            self.stats["restores"] += 1
+            return True
+        self._seq_rm(seq)
+        return False
+
+    def _free_cells(self) -> int:
+        return self.n_ctx - self.cache.resident_tokens
 
     def _make_room(self, cells: int, required: int | None = None) -> None:
         """Evict cached prefixes (LRU, unpinned) until `cells` KV cells are free.
@@ -500,29 +529,31 @@ class DecisionEngine:
         above that, fewer free cells only mean more, smaller waves.
         """
         required = cells if required is None else required
-        while self.n_ctx - self.cache.used_tokens < cells:
-            victim = self.cache.pick_victim()
+        while self._free_cells() < cells:
+            victim = self.cache.pick_victim(resident_only=True)
             if victim is None:
                 break
-            self._evict(victim)
-        if self.n_ctx - self.cache.used_tokens < required:
-            raise EngineStateError(f"{required} KV cells needed but only {self.n_ctx - self.cache.used_tokens} of {self.n_ctx} "
-                                   f"can be freed (pinned prefixes hold {self.cache.used_tokens}): admission should have prevented this")
+            self._spill(victim)
+        if self._free_cells() < required:
+            raise EngineStateError(f"{required} KV cells needed but only {self._free_cells()} of {self.n_ctx} "
+                                   f"can be freed (pinned prefixes hold {self.cache.resident_tokens}): admission should have prevented this")
 
     def _room_with_pinned(self, cells: int, source: Any) -> bool:
-        """Whether `cells` can be freed while `source` stays resident too (other unpinned prefixes can go)."""
-        evictable = sum(len(e) for e in self.cache.entries() if e.pins == 0 and e is not source)
-        return self.n_ctx - self.cache.used_tokens + evictable >= cells
+        """Whether `cells` can be freed while `source` stays resident too (other unpinned prefixes can be spilled)."""
+        spillable = sum(len(e) for e in self.cache.resident() if e.pins == 0 and e is not source)
+        return self._free_cells() + spillable >= cells
 
     def check_invariants(self, idle: bool = True) -> None:
         """Raise `EngineStateError` naming what is off unless every sequence and KV cell is accounted for.
 
-        Every sequence is the scratch one, free, or one cached prefix's; free ones hold no position,
-        a cached one exactly its prefix's positions 0..n-1 (so no suffix or branch cell was left on it).
-        `idle`: no request is running, so nothing may be pinned either.
+        Every sequence is the scratch one, free, or one resident prefix's; free ones hold no position,
+        a resident one exactly its prefix's positions 0..n-1 (so no suffix or branch cell was left on it).
+        A spilled prefix has a snapshot and no pin. `idle`: no request is running, so nothing may be
+        pinned, and every cached prefix is spilled (no cell slows the next request).
         """
         entries = self.cache.entries()
-        owners = [self._scratch_seq, *self._free_seqs, *(e.seq_id for e in entries)]
+        resident = [e for e in entries if e.resident]
+        owners = [self._scratch_seq, *self._free_seqs, *(e.seq_id for e in resident)]
         problems = []
         if sorted(owners) != list(range(self.n_seq_max)):
             problems.append(f"sequences owned {sorted(owners)} are not 0..{self.n_seq_max - 1} exactly once")
@@ -530,9 +561,15 @@ class DecisionEngine:
             if (top := self._lib.llama_memory_seq_pos_max(self._mem, seq)) != -1:
                 problems.append(f"free sequence {seq} still holds positions up to {top}")
         for e in entries:
+            if not e.resident:
+                if e.snapshot is None or e.pins:
+                    problems.append(f"a spilled prefix of {len(e)} tokens has {'no snapshot' if e.snapshot is None else f'{e.pins} pin(s)'}")
+                continue
             span = (self._lib.llama_memory_seq_pos_min(self._mem, e.seq_id), self._lib.llama_memory_seq_pos_max(self._mem, e.seq_id))
             if span != (0, len(e) - 1):
                 problems.append(f"cached prefix of {len(e)} tokens in sequence {e.seq_id} holds positions {span[0]}..{span[1]}")
+            if idle and not e.pins:
+                problems.append(f"cached prefix in sequence {e.seq_id} is still resident between requests (not spilled)")
             if idle and e.pins:
                 problems.append(f"cached prefix in sequence {e.seq_id} is still pinned {e.pins} time(s)")
             if e.stale:
@@ -571,29 +608,48 @@ class DecisionEngine:
         self.stats["prefill_tokens"] += sum(len(prep.prefix) + len(j.tokens) for j in prep.jobs)
 
     def _acquire_prefix(self, prefix: list[int]) -> tuple[Any, int]:
-        """A KV sequence holding `prefix`: from the cache (exact or partial) or prefilled now.
+        """A KV sequence holding `prefix`: from the cache (resident or spilled, exact or partial) or prefilled now.
 
         Returns the pinned cache entry and the number of tokens that were already cached.
         """
         match = self.cache.match(prefix)
-        if match.exact and match.length == len(prefix):
+        full = match.exact and match.length == len(prefix)
+        if full and match.entry.resident:
             entry = match.entry
             self.cache.touch(entry)
             entry.pins += 1
             self.stats["cache_hits"] += 1
             return entry, len(prefix)
-        if match.entry is not None and not self._room_with_pinned(len(prefix) - match.length + 1, match.entry):
+        if match.entry is not None and not match.entry.resident and self._restore_by_state and not full:
+            match = MatchResult(None, 0)  # a recurrent state cannot be cut back to the shared part
+        if match.entry is not None and match.entry.resident and not self._room_with_pinned(len(prefix) - match.length + 1, match.entry):
             match = MatchResult(None, 0)  # copying would pin the source in cells this request needs: prefill it all
-        if match.entry is not None:
-            match.entry.pins += 1  # keep the source alive while we copy from it
+        source = match.entry if match.entry is not None and match.entry.resident else None
+        spilled = match.entry if match.entry is not None and not match.entry.resident else None
+        if source is not None:
+            source.pins += 1  # keep the source alive while we copy from it
         seq: int | None = None
-        try:
-            self._make_room(len(prefix) - match.length + 1)
+        try:  # a spilled entry comes back whole, then is cut to the shared part: it needs its own cells first
+            self._make_room(max(len(spilled), len(prefix)) + 1 if spilled is not None else len(prefix) - match.length + 1)
             seq = self._take_seq()
             cached = 0
-            if match.entry is not None:
-                self._lib.llama_memory_seq_cp(self._mem, match.entry.seq_id, seq, 0, match.length)
+            if source is not None:
+                self._lib.llama_memory_seq_cp(self._mem, source.seq_id, seq, 0, match.length)
                 cached = match.length
+            elif spilled is not None and self._restore_entry(spilled, seq):
+                if full:
+                    spilled.seq_id, seq = seq, None
+                    spilled.pins += 1
+                    self.cache.touch(spilled)
+                    self.stats["cache_hits"] += 1
+                    return spilled, len(prefix)
+                cached = match.length if self._seq_rm(seq, match.length, -1) else 0
+                if not cached:
+                    self._seq_rm(seq)
+            elif spilled is not None:
+                log.warning("a cached prefix of %d tokens could not be restored (no contiguous KV cells); prefilling it", len(spilled))
+                if full:
+                    self._evict(spilled)  # cached anew below, once prefilled
             rest = prefix[cached:]
             if rest:
                 self._decode(rest, range(cached, len(prefix)), [(seq,)] * len(rest), [False] * len(rest))
@@ -603,21 +659,25 @@ class DecisionEngine:
                 self._give_seq(seq)
             raise
         finally:
-            if match.entry is not None:
-                match.entry.pins -= 1
+            if source is not None:
+                source.pins -= 1
         entry = self.cache.insert(prefix, seq)
         entry.pins += 1
         return entry, cached
 
     def _release_prefix(self, entry: Any) -> None:
-        """Unpin; a stale prefix goes at once, then least recently used prefixes until the budget holds.
+        """Unpin; once no request uses it, spill the prefix to host memory (a stale one is evicted);
+        then evict least recently used prefixes until the budget holds.
 
         The prefix just used is the most recent, so it stays unless it alone exceeds the budget
         (evicting it first, as before, meant a full cache never admitted a new state again).
         """
         entry.pins -= 1
-        if entry.pins == 0 and entry.stale:
-            self._evict(entry)
+        if entry.pins == 0:
+            if entry.stale or len(entry) > self.cache.budget_tokens:
+                self._evict(entry)
+            else:
+                self._spill(entry)
         while self.cache.used_tokens > self.cache.budget_tokens:
             victim = self.cache.pick_victim()
             if victim is None:
@@ -701,8 +761,8 @@ class DecisionEngine:
         paths = [(src, job.tokens) for job, src, _ in items]
         longest = max(len(t) for _, t in paths)
         self._make_room(max(longest, min(sum(len(t) for _, t in paths), self.n_batch)), required=longest)
-        free_cells = self.n_ctx - self.cache.used_tokens
-        free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.entries() if e.pins == 0)
+        free_cells = self._free_cells()
+        free_seqs = len(self._free_seqs) + sum(1 for e in self.cache.resident() if e.pins == 0)
         if free_seqs < 1:
             raise EngineStateError(f"no KV sequence is free for a branch (SEMIF_N_SEQ_MAX={self.n_seq_max})")
         base_of = {src: base for _, src, base in items}

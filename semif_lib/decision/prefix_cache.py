@@ -1,35 +1,49 @@
-"""Bookkeeping for prefixes kept resident in the KV cache across requests.
+"""Bookkeeping for prefixes cached across requests.
 
-Each cached prefix lives in its own KV sequence. With a unified KV cache, copying a
-sequence (`llama_memory_seq_cp`) tags the same cells with another sequence id instead of
-duplicating them, so forking branches off a cached prefix costs nothing. This class only
-decides: which entry matches, which to evict. The engine performs the KV operations.
-Tests can use it without a model.
+While a request uses a prefix, the prefix lives in its own KV sequence. With a unified KV
+cache, copying a sequence (`llama_memory_seq_cp`) tags the same cells with another sequence id
+instead of duplicating them, so forking branches off a prefix costs nothing. Between requests
+a prefix is *spilled*: its KV rows are saved to host memory (`llama_state_seq_get_data`) and
+its cells freed, because every resident cell widens the attention of every later decode
+(llama.cpp attends over all cells up to the highest one in use, masking other sequences'):
+two resident states slowed a new state's prefill 1.25x and its branches 1.2x. Restoring a
+spilled prefix copies it back in milliseconds, against seconds to prefill it.
+
+This class only decides: which entry matches, which to evict. The engine performs the KV
+operations. Tests can use it without a model.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 
 @dataclass
 class CacheEntry:
-    """A prefix resident in KV sequence `seq_id`; `pins` > 0 while a request is using it.
+    """A cached prefix: resident in KV sequence `seq_id`, or spilled (`seq_id` None) as `snapshot`.
 
+    `pins` > 0 while a request is using it (then it is resident). `snapshot` is the sequence's
+    saved state, kept while resident too (the prefix's cells never change), so spilling a
+    restored prefix again costs nothing.
     `stale`: a failed request may have left cells on it; never matched again, evicted on release.
     """
 
     tokens: tuple[int, ...]
-    seq_id: int
+    seq_id: int | None
     pins: int = 0
     stale: bool = False
+    snapshot: Any = None
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    @property
+    def resident(self) -> bool:
+        return self.seq_id is not None
 
 
 @dataclass
@@ -55,7 +69,7 @@ def count_common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 @dataclass
 class PrefixCache:
-    """LRU of token prefixes bounded by a token budget."""
+    """LRU of token prefixes bounded by a token budget (resident and spilled together)."""
 
     budget_tokens: int
     min_shared_tokens: int = 16
@@ -65,8 +79,16 @@ class PrefixCache:
     def used_tokens(self) -> int:
         return sum(len(e) for e in self._entries.values())
 
+    @property
+    def resident_tokens(self) -> int:
+        """KV cells the cached prefixes occupy now (only resident ones hold cells)."""
+        return sum(len(e) for e in self._entries.values() if e.resident)
+
     def __len__(self) -> int:
         return len(self._entries)
+
+    def resident(self) -> list[CacheEntry]:
+        return [e for e in self._entries.values() if e.resident]
 
     def entries(self) -> list[CacheEntry]:
         return list(self._entries.values())
@@ -94,7 +116,7 @@ class PrefixCache:
     def touch(self, entry: CacheEntry) -> None:
         self._entries.move_to_end(entry.tokens)
 
-    def insert(self, tokens: Sequence[int], seq_id: int) -> CacheEntry:
+    def insert(self, tokens: Sequence[int], seq_id: int | None) -> CacheEntry:
         """Add an entry (most recently used). The caller evicts first to stay within budget.
 
         A prefix already cached is refused: replacing its entry would orphan that entry's sequence.
@@ -108,9 +130,9 @@ class PrefixCache:
     def remove(self, entry: CacheEntry) -> None:
         self._entries.pop(entry.tokens, None)
 
-    def pick_victim(self) -> CacheEntry | None:
-        """Least recently used entry that no request is using."""
+    def pick_victim(self, resident_only: bool = False) -> CacheEntry | None:
+        """Least recently used entry that no request is using (`resident_only`: one that holds KV cells)."""
         for entry in self._entries.values():
-            if entry.pins == 0:
+            if entry.pins == 0 and (entry.resident or not resident_only):
                 return entry
         return None
