@@ -222,3 +222,72 @@ def test_a_closed_engine_refuses_work_with_an_error(settings):
     for call in (lambda: engine.score(request(1, lines=1)), lambda: engine.score_batch([request(1, lines=1)] * 2)):
         with pytest.raises(ModelLoadError, match="closed"):
             call()
+
+
+def test_cached_prefixes_wait_in_host_memory_and_come_back(faulty):
+    """Between requests no cached prefix holds a KV cell (each would widen every later decode's attention); a hit restores it."""
+    faulty.plan.calls = set()
+    faulty.clear_cache()
+    req = request(70, lines=6)
+    first = faulty.score(req, mode="parallel")
+    assert len(faulty.cache) == 1 and not faulty.cache.resident() and faulty.cache.resident_tokens == 0
+    assert all(faulty._lib.llama_memory_seq_pos_max(faulty._mem, s) == -1 for s in range(faulty.n_seq_max))
+    restores = faulty.stats["restores"]
+    second = faulty.score(req, mode="parallel")
+    third = faulty.score(req, mode="serial")
+    assert faulty.stats["restores"] == restores + 2
+    assert second.usage.cached_tokens == third.usage.cached_tokens == second.timing["prefix_tokens"]
+    assert_close(second, first)
+    assert_close(third, first)
+    faulty.check_invariants()
+
+
+def test_a_failed_restore_prefills_again_and_leaks_nothing(faulty, monkeypatch):
+    """llama.cpp refusing a restore (exact or partial hit) costs a prefill, never a wrong answer or a leaked cell."""
+    faulty.plan.calls = set()
+    faulty.clear_cache()
+    req, longer = request(71, lines=6), request(71, lines=7)  # the longer state shares the first one's lines
+    first, first_longer = faulty.score(req, mode="parallel"), faulty.score(longer, mode="parallel")
+    real = faulty._lib.llama_state_seq_set_data
+
+    def refuse(ctx, buf, size, seq):  # runs, then reports failure: the cells it wrote must still be released
+        real(ctx, buf, size, seq)
+        return 0
+
+    faulty.clear_cache()
+    faulty.score(req, mode="parallel")
+    monkeypatch.setattr(faulty._lib, "llama_state_seq_set_data", refuse)
+    for r, clean in ((longer, first_longer), (req, first)):  # partial hit on req's prefix, then an exact hit
+        again = faulty.score(r, mode="parallel")
+        assert again.usage.cached_tokens == 0
+        assert_close(again, clean)
+        faulty.check_invariants()
+    monkeypatch.undo()
+    third = faulty.score(req, mode="parallel")
+    assert third.usage.cached_tokens == third.timing["prefix_tokens"]
+    faulty.check_invariants()
+
+
+def test_with_spilling_off_prefixes_stay_resident(faulty):
+    """SEMIF_CACHE_SPILL=false: the prefix keeps its cells between requests and a hit needs no restore."""
+    faulty.plan.calls = set()
+    settings = faulty.settings
+    faulty.settings = settings.model_copy(update={"cache_spill": False})
+    try:
+        faulty.clear_cache()
+        req = request(72, lines=6)
+        first = faulty.score(req, mode="parallel")
+        assert [len(e) for e in faulty.cache.resident()] == [first.timing["prefix_tokens"]]
+        restores = faulty.stats["restores"]
+        again = faulty.score(req, mode="parallel")
+        assert again.usage.cached_tokens == again.timing["prefix_tokens"] and faulty.stats["restores"] == restores
+        assert_close(again, first)
+        faulty.check_invariants()
+        for k in range(4):  # over the budget, the least recently used prefix goes
+            faulty.score(request(73 + k, lines=6), mode="parallel")
+        assert faulty.cache.used_tokens <= faulty.cache.budget_tokens
+        faulty.check_invariants()
+    finally:
+        faulty.clear_cache()
+        faulty.settings = settings
+    faulty.check_invariants()

@@ -199,7 +199,8 @@ class DecisionEngine:
         self._b_logits = np.ctypeslib.as_array(self._batch.logits, shape=(self.n_batch,))
         self._b_seq = [self._batch.seq_id[i] for i in range(self.n_batch)]
 
-        self.cache = PrefixCache(budget_tokens=s.cache_tokens)  # host memory: not bounded by the KV cells
+        # spilled prefixes live in host memory, so only resident ones are bounded by the KV cells
+        self.cache = PrefixCache(budget_tokens=s.cache_tokens if s.cache_spill else min(s.cache_tokens, self.n_ctx // 2))
         self._free_seqs = list(range(self.n_seq_max - 1, -1, -1))
         self._scratch_seq = self._free_seqs.pop()
         self.stats = {"requests": 0, "cache_hits": 0, "prefill_tokens": 0, "branch_tokens": 0, "restores": 0, "spills": 0}
@@ -484,7 +485,7 @@ class DecisionEngine:
             victim = self.cache.pick_victim(resident_only=True)
             if victim is None:
                 raise SemifError("no free KV sequence")
-            self._spill(victim)
+            self._vacate(victim)
         return self._free_seqs.pop()
 
     def _give_seq(self, seq: int) -> None:
@@ -511,6 +512,10 @@ class DecisionEngine:
         entry.seq_id = None
         self.stats["spills"] += 1
 
+    def _vacate(self, entry: Any) -> None:
+        """Free an unpinned prefix's cells: spilled if the engine spills, otherwise evicted."""
+        (self._spill if self.settings.cache_spill else self._evict)(entry)
+
     def _restore_entry(self, entry: Any, seq: int) -> bool:
         """Copy a spilled prefix's KV back into `seq`; False (seq left empty) if llama.cpp found no room for it."""
         if self._lib.llama_state_seq_set_data(self._ctx, entry.snapshot, len(entry.snapshot), seq):
@@ -533,7 +538,7 @@ class DecisionEngine:
             victim = self.cache.pick_victim(resident_only=True)
             if victim is None:
                 break
-            self._spill(victim)
+            self._vacate(victim)
         if self._free_cells() < required:
             raise EngineStateError(f"{required} KV cells needed but only {self._free_cells()} of {self.n_ctx} "
                                    f"can be freed (pinned prefixes hold {self.cache.resident_tokens}): admission should have prevented this")
@@ -549,7 +554,7 @@ class DecisionEngine:
         Every sequence is the scratch one, free, or one resident prefix's; free ones hold no position,
         a resident one exactly its prefix's positions 0..n-1 (so no suffix or branch cell was left on it).
         A spilled prefix has a snapshot and no pin. `idle`: no request is running, so nothing may be
-        pinned, and every cached prefix is spilled (no cell slows the next request).
+        pinned, and (with `cache_spill`) every cached prefix is spilled (no cell slows the next request).
         """
         entries = self.cache.entries()
         resident = [e for e in entries if e.resident]
@@ -568,7 +573,7 @@ class DecisionEngine:
             span = (self._lib.llama_memory_seq_pos_min(self._mem, e.seq_id), self._lib.llama_memory_seq_pos_max(self._mem, e.seq_id))
             if span != (0, len(e) - 1):
                 problems.append(f"cached prefix of {len(e)} tokens in sequence {e.seq_id} holds positions {span[0]}..{span[1]}")
-            if idle and not e.pins:
+            if idle and not e.pins and self.settings.cache_spill:
                 problems.append(f"cached prefix in sequence {e.seq_id} is still resident between requests (not spilled)")
             if idle and e.pins:
                 problems.append(f"cached prefix in sequence {e.seq_id} is still pinned {e.pins} time(s)")
@@ -676,7 +681,7 @@ class DecisionEngine:
         if entry.pins == 0:
             if entry.stale or len(entry) > self.cache.budget_tokens:
                 self._evict(entry)
-            else:
+            elif self.settings.cache_spill:
                 self._spill(entry)
         while self.cache.used_tokens > self.cache.budget_tokens:
             victim = self.cache.pick_victim()
