@@ -111,9 +111,9 @@ class PeerConfig:
         """`semif serve`'s environment: its defaults, with the same model, threads, cells and batch sizes.
 
         The queue wait limit is the client's timeout (`CLIENT_TIMEOUT_S`), not SageMaker's 60 s.
-        The prefix cache keeps its default budget (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three
-        states here): a resident prefix is a masked cell every other request's attention still scans,
-        and no state in this run is asked about again after its cached pass.
+        The prefix cache keeps its defaults (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three states
+        here, spilled to host memory between requests, so they hold no KV cells while other states
+        are scored); no state in this run is asked about again after its cached pass.
         """
         from ..settings import Settings
 
