@@ -634,8 +634,11 @@ class DecisionEngine:
         if source is not None:
             source.pins += 1  # keep the source alive while we copy from it
         seq: int | None = None
-        try:  # a spilled entry comes back whole, then is cut to the shared part: it needs its own cells first
-            self._make_room(max(len(spilled), len(prefix)) + 1 if spilled is not None else len(prefix) - match.length + 1)
+        try:
+            need = len(prefix) + 1 if spilled is not None else len(prefix) - match.length + 1
+            self._make_room(max(need, len(spilled) + 1) if spilled is not None else need, required=need)
+            if spilled is not None and self._free_cells() <= len(spilled):
+                spilled = None  # it comes back whole before it is cut to the shared part, and that does not fit: prefill
             seq = self._take_seq()
             cached = 0
             if source is not None:
