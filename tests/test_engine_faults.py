@@ -291,3 +291,21 @@ def test_with_spilling_off_prefixes_stay_resident(faulty):
         faulty.clear_cache()
         faulty.settings = settings
     faulty.check_invariants()
+
+
+def test_rounds_merge_requests_only_while_their_branches_share_a_micro_batch(faulty):
+    """Merging requests whose branches already fill a micro-batch saves no pass over the weights and widens
+    every decode's attention with the other prefixes: such requests get rounds of their own."""
+    small = [faulty.prepare(parse_request(request(80 + k, lines=1, questions={"paid": QUESTIONS["paid"]}))) for k in range(4)]
+    many = {f"q{i}": {"type": "noul", "instructions": f"Was service {i} mentioned as degraded in any line?"} for i in range(30)}
+    large = [faulty.prepare(parse_request(request(90 + k, lines=1, questions=many))) for k in range(2)]
+    tokens = [sum(len(j.tokens) for j in p.jobs) for p in small + large]
+    assert sum(tokens[:4]) <= faulty.settings.n_ubatch < min(tokens[4:]), tokens
+    assert faulty.plan_rounds(small) == [[0, 1, 2, 3]]
+    assert faulty.plan_rounds(large) == [[0], [1]]
+    assert faulty.plan_rounds(small[:1] + large + small[1:]) == [[0], [1], [2], [3, 4, 5]]
+    seen: list[list[int]] = []
+    out = faulty.score_batch([request(90, lines=1, questions=many), request(80, lines=1, questions={"paid": QUESTIONS["paid"]})],
+                             mode="parallel", on_done=lambda done, results: seen.append([i for i in done if results[i] is not None]))
+    assert seen == [[0], [1]] and all(r.timing["batched_requests"] == 1 for r in out)
+    faulty.check_invariants()

@@ -853,14 +853,17 @@ class DecisionEngine:
         return cached, prefilled
 
     def score_batch(
-        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None
+        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None,
+        on_done: Callable[[list[int], list[Any]], None] | None = None,
     ) -> list[DecisionResponse | SemifError]:
-        """Score several requests; in parallel mode their branches decode together in shared batches.
+        """Score several requests; in parallel mode the branches of requests in one round decode together.
 
         A request that fails (bad input, too long) gets its error in its slot; the others still run.
         Requests about the same state share one cached prefix. Requests are admitted in rounds
-        whose pinned prefixes and longest branch fit the context together (`plan_rounds`), so no
-        decode is attempted that could not find free KV cells.
+        whose pinned prefixes and longest branch fit the context together and whose branches
+        share micro-batches (`plan_rounds`), so no decode is attempted that could not find free KV
+        cells. `on_done(indices, results)` is called as requests finish (after each round), so a
+        server can answer them before the whole batch is done.
         """
         mode = mode or self.settings.mode
         self._check_open()
@@ -871,6 +874,8 @@ class DecisionEngine:
                     out.append(self.score(request, mode=mode))
                 except SemifError as exc:
                     out.append(exc)
+                if on_done is not None:
+                    on_done([len(out) - 1], out)
             return out
         with self._lock:
             t0 = time.perf_counter()
@@ -883,8 +888,12 @@ class DecisionEngine:
                 except SemifError as exc:
                     results[i] = exc
             t_prepared = time.perf_counter()
+            if on_done is not None and len(prepared) < len(requests):
+                on_done([i for i, r in enumerate(results) if r is not None], results)
             for round_ in self.plan_rounds([prep for _, prep in prepared]):
                 self._run_round([prepared[k] for k in round_], results, (t0, t_prepared))
+                if on_done is not None:
+                    on_done([prepared[k][0] for k in round_], results)
             if self.settings.check_invariants:
                 self.check_invariants(idle=True)
         return [r for r in results if r is not None]
@@ -895,22 +904,29 @@ class DecisionEngine:
         A round pins one sequence per distinct prefix and needs, at once, the cells of those
         prefixes plus the longest branch (shorter waves follow as cells free up). Every request
         fits alone (`prepare` refused it with a 413 otherwise), so every request gets a round.
+        Requests join a round only while their branch tokens together fit `SEMIF_ROUND_TOKENS`
+        (default: one micro-batch): beyond that, merging saves no pass over the weights, while each
+        round-mate's prefix widens every decode's attention, and a round answers only when all of
+        it is done.
         """
         rounds: list[list[int]] = []
-        cells, longest, prefixes = 0, 0, set()
+        cells, longest, prefixes, branch_tokens = 0, 0, set(), 0
         seq_room = self.n_seq_max - 2  # the scratch sequence, and at least one branch
+        round_tokens = self.settings.round_tokens or min(self.settings.n_ubatch, self.n_batch)
         for k, prep in enumerate(preps):
             key = tuple(prep.prefix)
             add = 0 if key in prefixes else len(key)
             branch = max(len(j.tokens) for j in prep.jobs)
-            fits = cells + add + max(longest, branch) <= self.n_ctx and len(prefixes | {key}) <= seq_room
+            tokens = sum(len(j.tokens) for j in prep.jobs)
+            fits = (cells + add + max(longest, branch) <= self.n_ctx and len(prefixes | {key}) <= seq_room
+                    and branch_tokens + tokens <= round_tokens)
             if rounds and fits:
                 rounds[-1].append(k)
             else:
                 rounds.append([k])
-                cells, longest, prefixes = 0, 0, set()
+                cells, longest, prefixes, branch_tokens = 0, 0, set(), 0
                 add = len(key)
-            cells, longest = cells + add, max(longest, branch)
+            cells, longest, branch_tokens = cells + add, max(longest, branch), branch_tokens + tokens
             prefixes.add(key)
         return rounds
 

@@ -458,7 +458,7 @@ def run_concurrency(run: PeerRun, workload: Sequence[dict[str, Any]], progress: 
             out[side] = run_clients(config.clients, requests, lambda http, r: ask_decision(http, run.decision_url, r))
         else:
             out[side] = run_clients(config.clients, requests, lambda http, r: ask_server_logprobs(http, run.chat_url, plan_peer_questions(r)))
-    out["decision"]["note"] = "one /invocations request per state; the server batches concurrent requests' branches"
+    out["decision"]["note"] = "one /invocations request per state; concurrent requests share rounds while their branches fit one micro-batch, each answered when its round ends"
     out["server-logprobs"]["note"] = "one chat completion per question, sent one after another by each client (prompt cache on)"
     return out
 
