@@ -55,7 +55,11 @@ class Settings(BaseSettings):
     threads: int = Field(default_factory=detect_cpu_count, ge=1, le=512, description="llama.cpp threads.")
     flash_attn: Literal["auto", "on", "off"] = Field("auto", description="Flash attention type.")
     n_gpu_layers: int = Field(0, ge=-1, description="Layers offloaded to a GPU build (999 = all).")
-    cache_tokens: int = Field(4096, ge=0, description="Token budget of the cross-request prefix cache, kept in host memory between requests.")
+    cache_tokens: int = Field(4096, ge=0, description="Token budget of the cross-request prefix cache (host memory when spilled).")
+    cache_spill: bool = Field(True, description="Spill cached prefixes to host memory between requests; false keeps them in KV cells "
+                              "(no restore copy, but every resident cell slows other requests' decodes), within n_ctx/2.")
+    round_tokens: int = Field(0, ge=0, description="Branch tokens that concurrent requests may share one round with "
+                              "(0: one micro-batch, n_ubatch); a request larger than that gets a round of its own.")
     mode: Mode = Field("parallel", description="Default execution mode.")
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
 

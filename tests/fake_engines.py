@@ -48,3 +48,32 @@ class CrashingEngine:
 
     def close(self) -> None:
         pass
+
+
+class RoundEngine(GateEngine):
+    """A batch runs in two rounds: the first request is reported done (`on_done`), then the rest wait on `rounds`.
+
+    `score` (one request at a time) waits on `gate`, as GateEngine's does, so a test can queue
+    requests behind a held one until the worker drains them into one `score_batch` call.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rounds = threading.Event()
+        self.batches: list[int] = []
+
+    def score_batch(self, requests, mode=None, on_done=None):
+        self.batches.append(len(requests))
+        out = [answer(requests[0])] + [None] * (len(requests) - 1)
+        if on_done is not None:
+            on_done([0], out)
+        if not self.rounds.wait(60):
+            raise RuntimeError("the test never let the second round run")
+        out[1:] = [answer(r) for r in requests[1:]]
+        if on_done is not None:
+            on_done(list(range(1, len(requests))), out)
+        return out
+
+    def close(self) -> None:
+        super().close()
+        self.rounds.set()

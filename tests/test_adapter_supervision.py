@@ -243,3 +243,25 @@ def test_a_request_outliving_the_drain_window_gets_a_json_503_and_the_server_exi
     assert results["held"].headers["Retry-After"] == "1"
     assert code == 0, proc.stdout.read()
     assert stopped < 15, f"the server took {stopped:.1f} s to exit after SIGTERM"
+
+
+def test_a_request_is_answered_when_its_round_ends_not_when_the_whole_batch_does():
+    """Requests drained together are scored in rounds; each is answered as its own round finishes."""
+    from fake_engines import RoundEngine
+
+    engine = RoundEngine()
+    with serving(engine) as (url, app):
+        results: dict = {}
+        held = post_in_background(url, results, "held")  # keeps the worker busy while two more queue
+        assert engine.started.acquire(timeout=10)
+        first, second = post_in_background(url, results, "first"), post_in_background(url, results, "second")
+        wait_until(lambda: app.state.worker.queued == 2, "two requests to queue")
+        engine.gate.set()
+        held.join(10)
+        wait_until(lambda: "first" in results or "second" in results, "the first round's answer", timeout=10)
+        assert engine.batches == [2] and len(results) == 2  # held, and one of the two; the other waits for its round
+        assert app.state.worker.pending == 1
+        engine.rounds.set()
+        first.join(10), second.join(10)
+        assert all(results[k].status_code == 200 for k in ("held", "first", "second"))
+        assert httpx.get(url + "/ping").json()["pending"] == 0

@@ -66,15 +66,20 @@ def test_readme_quotes_the_full_results_verbatim():
     assert f"`{doc['command']}`" in readme
 
 
-def test_residency_benchmark_writes_every_level(tmp_path):
+def test_residency_benchmark_writes_every_level_for_both_policies(tmp_path):
     out = tmp_path / "residency.json"
     assert main(["bench", "residency", "--states", "2", "--resident", "0,1", "--threads", "2", "--output", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["workload"] == {"states": 1, "resident_levels": [0, 1]}
-    none, one = doc["resident"]["0"], doc["resident"]["1"]
-    assert none["slowdown_vs_none"] == 1.0 and none["branches_s_median"] > 0 and one["branches_s_median"] > 0
-    assert one["resident_cells_mean"] > none["resident_cells_mean"] > 1000  # the other state's prefix stayed resident
-    assert none["prefill_slowdown_vs_none"] == 1.0 and none["prefill_tokens_per_s_median"] > 0 and one["prefill_tokens_per_s_median"] > 0
+    assert doc["workload"] == {"states": 1, "resident_levels": [0, 1], "policies": ["spilled", "resident"]}
+    for policy in ("spilled", "resident"):
+        none, one = doc["policies"][policy]["0"], doc["policies"][policy]["1"]
+        assert none["slowdown_vs_none"] == 1.0 and none["branches_s_median"] > 0 and one["branches_s_median"] > 0
+        assert none["prefill_slowdown_vs_none"] == 1.0 and none["prefill_tokens_per_s_median"] > 0 and one["prefill_tokens_per_s_median"] > 0
+        assert one["cached_tokens_mean"] > none["cached_tokens_mean"] > 1000  # the other state's prefix stayed cached
+    resident, spilled = doc["policies"]["resident"], doc["policies"]["spilled"]
+    assert resident["1"]["kv_cells_between_requests_mean"] > resident["0"]["kv_cells_between_requests_mean"] > 1000
+    assert spilled["0"]["kv_cells_between_requests_mean"] == spilled["1"]["kv_cells_between_requests_mean"] == 0  # all in host memory
+    assert set(doc["spilled_vs_resident"]) == {"0", "1"} and all(v["prefill_speedup"] > 0 for v in doc["spilled_vs_resident"].values())
     assert doc["command"].startswith("semif bench residency")
 
 

@@ -222,3 +222,90 @@ def test_a_closed_engine_refuses_work_with_an_error(settings):
     for call in (lambda: engine.score(request(1, lines=1)), lambda: engine.score_batch([request(1, lines=1)] * 2)):
         with pytest.raises(ModelLoadError, match="closed"):
             call()
+
+
+def test_cached_prefixes_wait_in_host_memory_and_come_back(faulty):
+    """Between requests no cached prefix holds a KV cell (each would widen every later decode's attention); a hit restores it."""
+    faulty.plan.calls = set()
+    faulty.clear_cache()
+    req = request(70, lines=6)
+    first = faulty.score(req, mode="parallel")
+    assert len(faulty.cache) == 1 and not faulty.cache.resident() and faulty.cache.resident_tokens == 0
+    assert all(faulty._lib.llama_memory_seq_pos_max(faulty._mem, s) == -1 for s in range(faulty.n_seq_max))
+    restores = faulty.stats["restores"]
+    second = faulty.score(req, mode="parallel")
+    third = faulty.score(req, mode="serial")
+    assert faulty.stats["restores"] == restores + 2
+    assert second.usage.cached_tokens == third.usage.cached_tokens == second.timing["prefix_tokens"]
+    assert_close(second, first)
+    assert_close(third, first)
+    faulty.check_invariants()
+
+
+def test_a_failed_restore_prefills_again_and_leaks_nothing(faulty, monkeypatch):
+    """llama.cpp refusing a restore (exact or partial hit) costs a prefill, never a wrong answer or a leaked cell."""
+    faulty.plan.calls = set()
+    faulty.clear_cache()
+    req, longer = request(71, lines=6), request(71, lines=7)  # the longer state shares the first one's lines
+    first, first_longer = faulty.score(req, mode="parallel"), faulty.score(longer, mode="parallel")
+    real = faulty._lib.llama_state_seq_set_data
+
+    def refuse(ctx, buf, size, seq):  # runs, then reports failure: the cells it wrote must still be released
+        real(ctx, buf, size, seq)
+        return 0
+
+    faulty.clear_cache()
+    faulty.score(req, mode="parallel")
+    monkeypatch.setattr(faulty._lib, "llama_state_seq_set_data", refuse)
+    for r, clean in ((longer, first_longer), (req, first)):  # partial hit on req's prefix, then an exact hit
+        again = faulty.score(r, mode="parallel")
+        assert again.usage.cached_tokens == 0
+        assert_close(again, clean)
+        faulty.check_invariants()
+    monkeypatch.undo()
+    third = faulty.score(req, mode="parallel")
+    assert third.usage.cached_tokens == third.timing["prefix_tokens"]
+    faulty.check_invariants()
+
+
+def test_with_spilling_off_prefixes_stay_resident(faulty):
+    """SEMIF_CACHE_SPILL=false: the prefix keeps its cells between requests and a hit needs no restore."""
+    faulty.plan.calls = set()
+    settings = faulty.settings
+    faulty.settings = settings.model_copy(update={"cache_spill": False})
+    try:
+        faulty.clear_cache()
+        req = request(72, lines=6)
+        first = faulty.score(req, mode="parallel")
+        assert [len(e) for e in faulty.cache.resident()] == [first.timing["prefix_tokens"]]
+        restores = faulty.stats["restores"]
+        again = faulty.score(req, mode="parallel")
+        assert again.usage.cached_tokens == again.timing["prefix_tokens"] and faulty.stats["restores"] == restores
+        assert_close(again, first)
+        faulty.check_invariants()
+        for k in range(4):  # over the budget, the least recently used prefix goes
+            faulty.score(request(73 + k, lines=6), mode="parallel")
+        assert faulty.cache.used_tokens <= faulty.cache.budget_tokens
+        faulty.check_invariants()
+    finally:
+        faulty.clear_cache()
+        faulty.settings = settings
+    faulty.check_invariants()
+
+
+def test_rounds_merge_requests_only_while_their_branches_share_a_micro_batch(faulty):
+    """Merging requests whose branches already fill a micro-batch saves no pass over the weights and widens
+    every decode's attention with the other prefixes: such requests get rounds of their own."""
+    small = [faulty.prepare(parse_request(request(80 + k, lines=1, questions={"paid": QUESTIONS["paid"]}))) for k in range(4)]
+    many = {f"q{i}": {"type": "noul", "instructions": f"Was service {i} mentioned as degraded in any line?"} for i in range(30)}
+    large = [faulty.prepare(parse_request(request(90 + k, lines=1, questions=many))) for k in range(2)]
+    tokens = [sum(len(j.tokens) for j in p.jobs) for p in small + large]
+    assert sum(tokens[:4]) <= faulty.settings.n_ubatch < min(tokens[4:]), tokens
+    assert faulty.plan_rounds(small) == [[0, 1, 2, 3]]
+    assert faulty.plan_rounds(large) == [[0], [1]]
+    assert faulty.plan_rounds(small[:1] + large + small[1:]) == [[0], [1], [2], [3, 4, 5]]
+    seen: list[list[int]] = []
+    out = faulty.score_batch([request(90, lines=1, questions=many), request(80, lines=1, questions={"paid": QUESTIONS["paid"]})],
+                             mode="parallel", on_done=lambda done, results: seen.append([i for i in done if results[i] is not None]))
+    assert seen == [[0], [1]] and all(r.timing["batched_requests"] == 1 for r in out)
+    faulty.check_invariants()

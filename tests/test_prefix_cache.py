@@ -37,3 +37,16 @@ def test_nested_prefixes_prefer_the_exact_entry_and_never_overwrite_one():
         cache.insert(list(range(30)), seq_id=3)
     exact.stale = True  # a failed request may have left cells on it: never matched again
     assert cache.match(list(range(30))).entry is longer
+
+
+def test_spilled_entries_still_match_but_hold_no_cells():
+    cache = PrefixCache(budget_tokens=100, min_shared_tokens=2)
+    spilled = cache.insert(list(range(40)), seq_id=None)
+    spilled.snapshot = b"kv rows"
+    resident = cache.insert(list(range(50, 80)), seq_id=3)
+    assert cache.match(list(range(40))).entry is spilled and cache.match(list(range(40))).exact
+    assert cache.resident() == [resident] and cache.resident_tokens == 30 and cache.used_tokens == 70
+    assert cache.pick_victim() is spilled  # LRU over both: evicting a spilled entry frees host memory
+    assert cache.pick_victim(resident_only=True) is resident  # freeing cells can only take a resident one
+    resident.pins = 1
+    assert cache.pick_victim(resident_only=True) is None

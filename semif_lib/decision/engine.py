@@ -199,7 +199,8 @@ class DecisionEngine:
         self._b_logits = np.ctypeslib.as_array(self._batch.logits, shape=(self.n_batch,))
         self._b_seq = [self._batch.seq_id[i] for i in range(self.n_batch)]
 
-        self.cache = PrefixCache(budget_tokens=s.cache_tokens)  # host memory: not bounded by the KV cells
+        # spilled prefixes live in host memory, so only resident ones are bounded by the KV cells
+        self.cache = PrefixCache(budget_tokens=s.cache_tokens if s.cache_spill else min(s.cache_tokens, self.n_ctx // 2))
         self._free_seqs = list(range(self.n_seq_max - 1, -1, -1))
         self._scratch_seq = self._free_seqs.pop()
         self.stats = {"requests": 0, "cache_hits": 0, "prefill_tokens": 0, "branch_tokens": 0, "restores": 0, "spills": 0}
@@ -484,7 +485,7 @@ class DecisionEngine:
             victim = self.cache.pick_victim(resident_only=True)
             if victim is None:
                 raise SemifError("no free KV sequence")
-            self._spill(victim)
+            self._vacate(victim)
         return self._free_seqs.pop()
 
     def _give_seq(self, seq: int) -> None:
@@ -511,6 +512,10 @@ class DecisionEngine:
         entry.seq_id = None
         self.stats["spills"] += 1
 
+    def _vacate(self, entry: Any) -> None:
+        """Free an unpinned prefix's cells: spilled if the engine spills, otherwise evicted."""
+        (self._spill if self.settings.cache_spill else self._evict)(entry)
+
     def _restore_entry(self, entry: Any, seq: int) -> bool:
         """Copy a spilled prefix's KV back into `seq`; False (seq left empty) if llama.cpp found no room for it."""
         if self._lib.llama_state_seq_set_data(self._ctx, entry.snapshot, len(entry.snapshot), seq):
@@ -533,7 +538,7 @@ class DecisionEngine:
             victim = self.cache.pick_victim(resident_only=True)
             if victim is None:
                 break
-            self._spill(victim)
+            self._vacate(victim)
         if self._free_cells() < required:
             raise EngineStateError(f"{required} KV cells needed but only {self._free_cells()} of {self.n_ctx} "
                                    f"can be freed (pinned prefixes hold {self.cache.resident_tokens}): admission should have prevented this")
@@ -549,7 +554,7 @@ class DecisionEngine:
         Every sequence is the scratch one, free, or one resident prefix's; free ones hold no position,
         a resident one exactly its prefix's positions 0..n-1 (so no suffix or branch cell was left on it).
         A spilled prefix has a snapshot and no pin. `idle`: no request is running, so nothing may be
-        pinned, and every cached prefix is spilled (no cell slows the next request).
+        pinned, and (with `cache_spill`) every cached prefix is spilled (no cell slows the next request).
         """
         entries = self.cache.entries()
         resident = [e for e in entries if e.resident]
@@ -568,7 +573,7 @@ class DecisionEngine:
             span = (self._lib.llama_memory_seq_pos_min(self._mem, e.seq_id), self._lib.llama_memory_seq_pos_max(self._mem, e.seq_id))
             if span != (0, len(e) - 1):
                 problems.append(f"cached prefix of {len(e)} tokens in sequence {e.seq_id} holds positions {span[0]}..{span[1]}")
-            if idle and not e.pins:
+            if idle and not e.pins and self.settings.cache_spill:
                 problems.append(f"cached prefix in sequence {e.seq_id} is still resident between requests (not spilled)")
             if idle and e.pins:
                 problems.append(f"cached prefix in sequence {e.seq_id} is still pinned {e.pins} time(s)")
@@ -629,8 +634,11 @@ class DecisionEngine:
         if source is not None:
             source.pins += 1  # keep the source alive while we copy from it
         seq: int | None = None
-        try:  # a spilled entry comes back whole, then is cut to the shared part: it needs its own cells first
-            self._make_room(max(len(spilled), len(prefix)) + 1 if spilled is not None else len(prefix) - match.length + 1)
+        try:
+            need = len(prefix) + 1 if spilled is not None else len(prefix) - match.length + 1
+            self._make_room(max(need, len(spilled) + 1) if spilled is not None else need, required=need)
+            if spilled is not None and self._free_cells() <= len(spilled):
+                spilled = None  # it comes back whole before it is cut to the shared part, and that does not fit: prefill
             seq = self._take_seq()
             cached = 0
             if source is not None:
@@ -676,7 +684,7 @@ class DecisionEngine:
         if entry.pins == 0:
             if entry.stale or len(entry) > self.cache.budget_tokens:
                 self._evict(entry)
-            else:
+            elif self.settings.cache_spill:
                 self._spill(entry)
         while self.cache.used_tokens > self.cache.budget_tokens:
             victim = self.cache.pick_victim()
@@ -845,14 +853,17 @@ class DecisionEngine:
         return cached, prefilled
 
     def score_batch(
-        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None
+        self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None,
+        on_done: Callable[[list[int], list[Any]], None] | None = None,
     ) -> list[DecisionResponse | SemifError]:
-        """Score several requests; in parallel mode their branches decode together in shared batches.
+        """Score several requests; in parallel mode the branches of requests in one round decode together.
 
         A request that fails (bad input, too long) gets its error in its slot; the others still run.
         Requests about the same state share one cached prefix. Requests are admitted in rounds
-        whose pinned prefixes and longest branch fit the context together (`plan_rounds`), so no
-        decode is attempted that could not find free KV cells.
+        whose pinned prefixes and longest branch fit the context together and whose branches
+        share micro-batches (`plan_rounds`), so no decode is attempted that could not find free KV
+        cells. `on_done(indices, results)` is called as requests finish (after each round), so a
+        server can answer them before the whole batch is done.
         """
         mode = mode or self.settings.mode
         self._check_open()
@@ -863,6 +874,8 @@ class DecisionEngine:
                     out.append(self.score(request, mode=mode))
                 except SemifError as exc:
                     out.append(exc)
+                if on_done is not None:
+                    on_done([len(out) - 1], out)
             return out
         with self._lock:
             t0 = time.perf_counter()
@@ -875,8 +888,12 @@ class DecisionEngine:
                 except SemifError as exc:
                     results[i] = exc
             t_prepared = time.perf_counter()
+            if on_done is not None and len(prepared) < len(requests):
+                on_done([i for i, r in enumerate(results) if r is not None], results)
             for round_ in self.plan_rounds([prep for _, prep in prepared]):
                 self._run_round([prepared[k] for k in round_], results, (t0, t_prepared))
+                if on_done is not None:
+                    on_done([prepared[k][0] for k in round_], results)
             if self.settings.check_invariants:
                 self.check_invariants(idle=True)
         return [r for r in results if r is not None]
@@ -887,22 +904,29 @@ class DecisionEngine:
         A round pins one sequence per distinct prefix and needs, at once, the cells of those
         prefixes plus the longest branch (shorter waves follow as cells free up). Every request
         fits alone (`prepare` refused it with a 413 otherwise), so every request gets a round.
+        Requests join a round only while their branch tokens together fit `SEMIF_ROUND_TOKENS`
+        (default: one micro-batch): beyond that, merging saves no pass over the weights, while each
+        round-mate's prefix widens every decode's attention, and a round answers only when all of
+        it is done.
         """
         rounds: list[list[int]] = []
-        cells, longest, prefixes = 0, 0, set()
+        cells, longest, prefixes, branch_tokens = 0, 0, set(), 0
         seq_room = self.n_seq_max - 2  # the scratch sequence, and at least one branch
+        round_tokens = self.settings.round_tokens or min(self.settings.n_ubatch, self.n_batch)
         for k, prep in enumerate(preps):
             key = tuple(prep.prefix)
             add = 0 if key in prefixes else len(key)
             branch = max(len(j.tokens) for j in prep.jobs)
-            fits = cells + add + max(longest, branch) <= self.n_ctx and len(prefixes | {key}) <= seq_room
+            tokens = sum(len(j.tokens) for j in prep.jobs)
+            fits = (cells + add + max(longest, branch) <= self.n_ctx and len(prefixes | {key}) <= seq_room
+                    and branch_tokens + tokens <= round_tokens)
             if rounds and fits:
                 rounds[-1].append(k)
             else:
                 rounds.append([k])
-                cells, longest, prefixes = 0, 0, set()
+                cells, longest, prefixes, branch_tokens = 0, 0, set(), 0
                 add = len(key)
-            cells, longest = cells + add, max(longest, branch)
+            cells, longest, branch_tokens = cells + add, max(longest, branch), branch_tokens + tokens
             prefixes.add(key)
         return rounds
 

@@ -407,14 +407,18 @@ def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, 
     }
 
 
+RESIDENCY_POLICIES = ("spilled", "resident")  # SEMIF_CACHE_SPILL true (the default) and false
+
+
 def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: Sequence[int] = (0, 1, 2),
                   progress: bool = True) -> dict[str, Any]:
-    """Prefill rate of a new state, and branch time of it cached, while 0, 1, 2... other states' prefixes stay resident.
+    """A new state's prefill rate, and its branch time once cached, while 0, 1, 2... other states are cached:
+    spilled to host memory between requests (the default) against kept resident in KV cells, side by side.
 
-    With a unified KV cache every request's attention scans the cells of all resident sequences
-    (masked), so the prefix cache budget (`SEMIF_CACHE_TOKENS`) trades hits for a slower prefill
-    and slower branches.
-    Each target state is measured at every residency level in turn; the others are the next states.
+    With a unified KV cache every decode attends over all cells up to the highest one in use (other
+    sequences' cells masked), so resident prefixes slow every later request; a spilled prefix costs a
+    restore copy when it is hit (`hit_prefill_s`). Each target state is measured at every level under
+    both policies in turn (two engines, one process); the other states are the next ones in the workload.
     """
     from tqdm.auto import tqdm
 
@@ -425,36 +429,53 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
     most = max(resident)
     if len(workload) < most + 1:
         raise InvalidRequestError(f"--resident {most} needs at least {most + 1} states; got {len(workload)}", field="states")
-    room = 2048 * (most + 2)  # every resident prefix plus the target, its branches and slack
-    engine = DecisionEngine(settings.model_copy(update={"n_ctx": max(settings.n_ctx, 2 * room), "cache_tokens": room}))
-    seconds: dict[int, list[float]] = {k: [] for k in resident}
-    cells: dict[int, list[int]] = {k: [] for k in resident}
-    prefill: dict[int, list[float]] = {k: [] for k in resident}  # tokens/s of the target's own prefill
+    room = 2048 * (most + 2)  # every other prefix plus the target, its branches and slack
+    update = {"n_ctx": max(settings.n_ctx, 2 * room), "cache_tokens": room}
+    engines = {p: DecisionEngine(settings.model_copy(update={**update, "cache_spill": p == "spilled"})) for p in RESIDENCY_POLICIES}
+    keys = [(p, k) for k in resident for p in RESIDENCY_POLICIES]
+    rows: dict[tuple[str, int], dict[str, list[float]]] = {key: {"branches": [], "prefill": [], "hit": [], "kv": [], "cached": []} for key in keys}
     targets = workload[: len(workload) - most]
-    for i, row in enumerate(tqdm(targets, desc="bench residency", unit="state", file=sys.stderr, disable=not progress)):
-        request = {"state": row["state"], "questions": row["questions"]}
-        for k in resident:
-            engine.clear_cache()
-            for other in workload[i + 1 : i + 1 + k]:
-                engine.score({"state": other["state"], "questions": other["questions"]}, mode="parallel")
-            first = engine.score(request, mode="parallel")  # prefill the target; it stays resident
-            prefilled = first.timing["prefix_tokens"] - first.usage.cached_tokens
-            prefill[k].append(prefilled / first.timing["prefill_s"])
-            response = engine.score(request, mode="parallel")
-            if response.usage.cached_tokens != response.timing["prefix_tokens"]:
-                raise BenchmarkError(f"the target missed the cache (state {row.get('id')})")
-            seconds[k].append(response.timing["branches_s"])
-            cells[k].append(engine.cache.used_tokens)
-    engine.close()
-    base, base_prefill = seconds[resident[0]], prefill[resident[0]]
+    try:
+        for i, row in enumerate(tqdm(targets, desc="bench residency", unit="state", file=sys.stderr, disable=not progress)):
+            request = {"state": row["state"], "questions": row["questions"]}
+            for policy, k in keys:
+                engine, out = engines[policy], rows[(policy, k)]
+                engine.clear_cache()
+                for other in workload[i + 1 : i + 1 + k]:
+                    engine.score({"state": other["state"], "questions": other["questions"]}, mode="parallel")
+                first = engine.score(request, mode="parallel")  # prefill the target; it stays cached
+                out["prefill"].append((first.timing["prefix_tokens"] - first.usage.cached_tokens) / first.timing["prefill_s"])
+                response = engine.score(request, mode="parallel")
+                if response.usage.cached_tokens != response.timing["prefix_tokens"]:
+                    raise BenchmarkError(f"the target missed the cache (state {row.get('id')}, {policy})")
+                out["branches"].append(response.timing["branches_s"])
+                out["hit"].append(response.timing["prefill_s"])
+                out["kv"].append(engine.cache.resident_tokens)
+                out["cached"].append(engine.cache.used_tokens)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    base = {p: rows[(p, resident[0])] for p in RESIDENCY_POLICIES}
+
+    def level(policy: str, k: int) -> dict[str, float]:
+        out, b = rows[(policy, k)], base[policy]
+        return {"kv_cells_between_requests_mean": round(statistics.mean(out["kv"]), 1),
+                "cached_tokens_mean": round(statistics.mean(out["cached"]), 1),
+                "branches_s_median": round(statistics.median(out["branches"]), 4),
+                "slowdown_vs_none": round(statistics.median(t / u for t, u in zip(out["branches"], b["branches"])), 3),
+                "prefill_tokens_per_s_median": round(statistics.median(out["prefill"]), 1),
+                "prefill_slowdown_vs_none": round(statistics.median(u / r for r, u in zip(out["prefill"], b["prefill"])), 3),
+                "hit_prefill_s_median": round(statistics.median(out["hit"]), 4)}
+
+    def ratio(k: int, name: str, invert: bool = False) -> float:
+        s, r = rows[("spilled", k)][name], rows[("resident", k)][name]
+        return round(statistics.median((a / b) if invert else (b / a) for a, b in zip(s, r)), 3)
+
     return {
-        "workload": {"states": len(targets), "resident_levels": list(resident)},
-        "resident": {str(k): {"resident_cells_mean": round(statistics.mean(cells[k]), 1),
-                              "branches_s_median": round(statistics.median(seconds[k]), 4),
-                              "slowdown_vs_none": round(statistics.median(t / b for t, b in zip(seconds[k], base)), 3),
-                              "prefill_tokens_per_s_median": round(statistics.median(prefill[k]), 1),
-                              "prefill_slowdown_vs_none": round(statistics.median(b / r for r, b in zip(prefill[k], base_prefill)), 3)}
-                     for k in resident},
+        "workload": {"states": len(targets), "resident_levels": list(resident), "policies": list(RESIDENCY_POLICIES)},
+        "policies": {p: {str(k): level(p, k) for k in resident} for p in RESIDENCY_POLICIES},
+        "spilled_vs_resident": {str(k): {"prefill_speedup": ratio(k, "prefill", invert=True), "branches_speedup": ratio(k, "branches")}
+                                for k in resident},
     }
 
 
@@ -491,7 +512,7 @@ def command_bench(args: argparse.Namespace) -> int:
     elif args.which == "residency":
         workload = load_workload(args.workload, states=args.states)
         doc = {**meta, **run_residency(settings, workload, args.resident)}
-        print(json.dumps(doc["resident"], indent=2))
+        print(json.dumps({k: doc[k] for k in ("policies", "spilled_vs_resident")}, indent=2))
         name = "residency.json"
     else:
         doc = {**meta, **run_readout_vs_generation(settings, args.request, args.runs)}
@@ -524,10 +545,10 @@ def register_cli(sub: Any) -> None:
     rvg = which.add_parser("readout-vs-generation", help="21 criteria on one state: readout against JSON generation")
     rvg.add_argument("--request", type=Path, default=SINGLE_STATE)
     rvg.add_argument("--runs", type=positive_int, default=3)
-    res = which.add_parser("residency", help="branch time of a cached request with other states' prefixes resident")
+    res = which.add_parser("residency", help="a new state's prefill and a cached one's branches with other states cached: spilled against resident")
     res.add_argument("--states", type=positive_int, default=6, help="first N states; each is a target but the last ones, which stay resident for the earlier")
     res.add_argument("--workload", type=Path, default=WORKLOAD)
-    res.add_argument("--resident", type=parse_int_list, default=[0, 1, 2], help="comma-separated numbers of other resident prefixes (default 0,1,2)")
+    res.add_argument("--resident", type=parse_int_list, default=[0, 1, 2], help="comma-separated numbers of other cached prefixes (default 0,1,2)")
     from .robustness import register_cli as register_robustness
 
     register_robustness(which)  # semif bench robustness: semif serve under load and faults (no engine flags: it starts servers)

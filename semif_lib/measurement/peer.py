@@ -111,9 +111,9 @@ class PeerConfig:
         """`semif serve`'s environment: its defaults, with the same model, threads, cells and batch sizes.
 
         The queue wait limit is the client's timeout (`CLIENT_TIMEOUT_S`), not SageMaker's 60 s.
-        The prefix cache keeps its default budget (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three
-        states here): a resident prefix is a masked cell every other request's attention still scans,
-        and no state in this run is asked about again after its cached pass.
+        The prefix cache keeps its defaults (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three states
+        here, spilled to host memory between requests, so they hold no KV cells while other states
+        are scored); no state in this run is asked about again after its cached pass.
         """
         from ..settings import Settings
 
@@ -458,7 +458,7 @@ def run_concurrency(run: PeerRun, workload: Sequence[dict[str, Any]], progress: 
             out[side] = run_clients(config.clients, requests, lambda http, r: ask_decision(http, run.decision_url, r))
         else:
             out[side] = run_clients(config.clients, requests, lambda http, r: ask_server_logprobs(http, run.chat_url, plan_peer_questions(r)))
-    out["decision"]["note"] = "one /invocations request per state; the server batches concurrent requests' branches"
+    out["decision"]["note"] = "one /invocations request per state; concurrent requests share rounds while their branches fit one micro-batch, each answered when its round ends"
     out["server-logprobs"]["note"] = "one chat completion per question, sent one after another by each client (prompt cache on)"
     return out
 

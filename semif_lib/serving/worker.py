@@ -4,8 +4,9 @@ The llama context is not thread-safe, so one worker thread loads it, owns it and
 HTTP handlers only parse and validate, then hand requests to that worker through a bounded
 queue and await a future: the event loop never runs inference, so `/ping` answers in
 milliseconds while a decision is being computed. The worker drains everything queued at once
-and scores it with `engine.score_batch` (branches of several requests decode in one batch);
-a full queue answers 503 with `Retry-After` instead of letting clients time out.
+and scores it with `engine.score_batch` (small requests' branches decode in one batch), answering
+each request as soon as its round is done; a full queue answers 503 with `Retry-After` instead of
+letting clients time out.
 
 Nothing here knows HTTP: a `Job` carries parsed requests in and `resolve_job` hands the
 results back to the event loop that is awaiting them.
@@ -223,28 +224,56 @@ class InferenceWorker:
             self.on_death(exc)
 
     def _process(self, jobs: list[Job]) -> None:
-        """Score every queued job; requests of the same mode share `score_batch` calls."""
+        """Score every queued job; requests of the same mode share `score_batch` calls.
+
+        A job is answered as soon as its last request is scored (the engine reports each round),
+        not when the whole drained queue is done.
+        """
         results: dict[int, list[Any]] = {id(job): list(job.items) for job in jobs}
+        left = {id(job): sum(isinstance(item, DecisionRequest) for item in job.items) for job in jobs}
         by_mode: dict[str | None, list[tuple[Job, int]]] = {}
         for job in jobs:
             for k, item in enumerate(job.items):
                 if isinstance(item, DecisionRequest):
                     by_mode.setdefault(job.mode, []).append((job, k))
+            if not left[id(job)]:
+                self._answer(job, results[id(job)])
+
+        def record(job: Job, k: int, out: Any) -> None:
+            results[id(job)][k] = out
+            left[id(job)] -= 1
+            if not left[id(job)]:
+                self._answer(job, results[id(job)])
+
         for mode, slots in by_mode.items():
             for start in range(0, len(slots), MAX_BATCH_REQUESTS):
                 chunk = slots[start:start + MAX_BATCH_REQUESTS]
-                scored = self._score_chunk([job.items[k] for job, k in chunk], mode)
-                for (job, k), out in zip(chunk, scored):
-                    results[id(job)][k] = out
-        for job in jobs:
+                self._score_chunk([job.items[k] for job, k in chunk], mode,
+                                  lambda i, out, chunk=chunk: record(*chunk[i], out))
+        for job in jobs:  # normally all answered already; never leave one waiting
             self._answer(job, results[id(job)])
 
-    def _score_chunk(self, requests: list[DecisionRequest], mode: str | None) -> list[DecisionResponse | SemifError]:
+    def _score_chunk(self, requests: list[DecisionRequest], mode: str | None,
+                     deliver: Callable[[int, Any], None]) -> None:
+        """Score `requests` and `deliver(i, result)` each as soon as it is final.
+
+        A server-side failure inside a batch (5xx, e.g. no KV room for all prefixes at once) is not
+        final: that request gets a solo retry after the batch.
+        """
         engine = self.engine
         out: list[Any] | None = None
+        delivered: set[int] = set()
+
+        def on_done(indices: list[int], results: list[Any]) -> None:
+            for i in indices:
+                r = results[i]
+                if i not in delivered and r is not None and not (isinstance(r, SemifError) and r.status_code >= 500):
+                    delivered.add(i)
+                    deliver(i, r)
+
         if len(requests) > 1 and hasattr(engine, "score_batch"):
             try:
-                out = list(engine.score_batch(requests, mode=mode))
+                out = list(engine.score_batch(requests, mode=mode, on_done=on_done))
             except Exception:  # noqa: BLE001 - fall back to one request at a time
                 log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
                 out = None
@@ -253,10 +282,12 @@ class InferenceWorker:
         if out is None:
             out = [None] * len(requests)
         for i, request in enumerate(requests):
-            # Server-side failures of a batch (e.g. no KV room for all prefixes at once) get a solo retry.
+            if i in delivered:
+                continue
             if out[i] is None or (isinstance(out[i], SemifError) and out[i].status_code >= 500):
                 out[i] = self._score_one(request, mode)
-        return out
+            delivered.add(i)
+            deliver(i, out[i])
 
     def _score_one(self, request: DecisionRequest, mode: str | None) -> DecisionResponse | SemifError:
         try:
