@@ -516,10 +516,10 @@ class DecisionEngine:
         """Free an unpinned prefix's cells: spilled if the engine spills, otherwise evicted."""
         (self._spill if self.settings.cache_spill else self._evict)(entry)
 
-    def _restore_entry(self, entry: Any, seq: int) -> bool:
-        """Copy a spilled prefix's KV back into `seq`; False (seq left empty) if llama.cpp found no room for it."""
-        if self._lib.llama_state_seq_set_data(self._ctx, entry.snapshot, len(entry.snapshot), seq):
-            self.stats["restores"] += 1
+    def _load_snapshot(self, seq: int, snapshot: ctypes.Array) -> bool:
+        """Replace `seq`'s cells with a saved state; False (seq left empty) if llama.cpp found no room for it."""
+        self._seq_rm(seq)
+        if self._lib.llama_state_seq_set_data(self._ctx, snapshot, len(snapshot), seq):
             return True
         self._seq_rm(seq)
         return False
@@ -644,7 +644,8 @@ class DecisionEngine:
             if source is not None:
                 self._lib.llama_memory_seq_cp(self._mem, source.seq_id, seq, 0, match.length)
                 cached = match.length
-            elif spilled is not None and self._restore_entry(spilled, seq):
+            elif spilled is not None and self._load_snapshot(seq, spilled.snapshot):
+                self.stats["restores"] += 1
                 if full:
                     spilled.seq_id, seq = seq, None
                     spilled.pins += 1
@@ -725,8 +726,7 @@ class DecisionEngine:
         return buf
 
     def _restore(self, seq: int, snapshot: ctypes.Array) -> None:
-        self._seq_rm(seq)
-        if not self._lib.llama_state_seq_set_data(self._ctx, snapshot, len(snapshot), seq):
+        if not self._load_snapshot(seq, snapshot):
             raise SemifError("llama_state_seq_set_data failed to restore the prefix")
 
     def plan_waves(self, paths: Sequence[tuple[Any, Sequence[int]]], free_cells: int, free_seqs: int) -> list[Wave]:
