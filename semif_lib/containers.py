@@ -26,6 +26,7 @@ from typing import Iterator, Literal, Mapping, Sequence
 
 from .errors import SemifError
 from .llama_flags import build_server_command, find_gguf_in_dir
+from .paths import repo_root
 from .processes import stop_process, wait_for_ping
 from .settings import load_settings
 
@@ -48,7 +49,7 @@ __all__ = [
     "start_native_text_server",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = repo_root()
 LLAMA_CPP_BUILD = 10435  # what container/build_libllama.sh builds by default: the published build nearest the DLC's b10433
 LLAMA_CPP_DIR = REPO_ROOT / ".semif" / f"llama-cpp-b{LLAMA_CPP_BUILD}"
 REPLICA_IMAGE = "localhost/semif-dlc-replica:b10435"
