@@ -5,7 +5,7 @@ from semif_lib.decision.schema import (
     parse_json_bytes,
     parse_request,
 )
-from semif_lib.errors import InvalidRequestError
+from semif_lib.errors import InvalidRequestError, PayloadTooLargeError
 
 
 def _req(question):
@@ -31,7 +31,6 @@ def test_accepts_all_three_types_and_structured_content():
     "question, field, words",
     [
         ({"type": "choice", "instructions": "q", "criteria": {"only": None}}, "questions.q1.criteria", "at least 2"),
-        ({"type": "choice", "instructions": "q", "criteria": {f"o{i}": None for i in range(MAX_CHOICE_OPTIONS + 1)}}, "questions.q1.criteria", "at most 255"),
         ({"type": "score", "instructions": "q", "criteria": ["one"]}, "questions.q1.criteria", "at least 2"),
         ({"type": "score", "instructions": "q", "criteria": [str(i) for i in range(11)]}, "questions.q1.criteria", "at most 10"),
         ({"type": "choice", "instructions": "q", "criteria": {"a": None, " ": None}}, "questions.q1.criteria", "empty"),
@@ -47,6 +46,15 @@ def test_validation_errors_name_field_and_limit(question, field, words):
     assert info.value.status_code == 400
     assert info.value.field == field
     assert words in info.value.message
+
+
+def test_more_options_than_the_ceiling_are_a_413_naming_the_limit_not_a_400():
+    """A size limit is refused as the engine refuses one (413 naming SEMIF_MAX_OPTIONS; more in test_limits.py)."""
+    question = {"type": "choice", "instructions": "q", "criteria": {f"o{i}": None for i in range(MAX_CHOICE_OPTIONS + 1)}}
+    with pytest.raises(PayloadTooLargeError) as info:
+        parse_request(_req(question))
+    assert info.value.status_code == 413 and info.value.field == "questions.q1.criteria"
+    assert f"the limit is {MAX_CHOICE_OPTIONS}" in info.value.message and "SEMIF_MAX_OPTIONS" in info.value.message
 
 
 def test_needs_at_least_one_question():

@@ -25,12 +25,15 @@ from pydantic import (
 )
 
 from ..errors import InvalidRequestError
+from ..limits import check_limit, check_question_counts, hard_ceiling
 
-MAX_CHOICE_OPTIONS = 255
+# Work limits are `Settings` fields; the schema refuses what is over their hard ceiling with the
+# same 413 the engine gives for the configured value (`limits`), before validating any question.
+MAX_CHOICE_OPTIONS = hard_ceiling("max_options")
+MAX_QUESTIONS = hard_ceiling("max_questions")
 MIN_CHOICE_OPTIONS = 2
 MIN_SCORE_LEVELS = 2
 MAX_SCORE_LEVELS = 10
-MAX_QUESTIONS = 256
 MAX_NESTING = 64  # JSON depth of a whole request; a structured state rarely needs 10
 
 Content = Union[str, dict[str, Any], list[Any]]
@@ -80,7 +83,14 @@ class ChoiceQuestion(_Question):
     """One option out of 2 to 255, kept in insertion order."""
 
     type: Literal["choice"] = "choice"
-    criteria: dict[str, str | None] = Field(..., min_length=MIN_CHOICE_OPTIONS, max_length=MAX_CHOICE_OPTIONS)
+    criteria: dict[str, str | None] = Field(..., min_length=MIN_CHOICE_OPTIONS, json_schema_extra={"maxProperties": MAX_CHOICE_OPTIONS})
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _within_the_options_limit(cls, value: Any) -> Any:
+        if isinstance(value, (dict, list)):
+            check_limit("max_options", len(value), field="criteria")  # a 413, as in a request (which names the question)
+        return value
 
     @field_validator("criteria")
     @classmethod
@@ -120,7 +130,14 @@ class DecisionRequest(BaseModel):
 
     model: str | None = Field(None, description="Accepted for compatibility; the server answers with its loaded model.")
     state: Content = Field(..., description="What every question is asked about.")
-    questions: dict[str, Question] = Field(..., min_length=1, max_length=MAX_QUESTIONS)
+    questions: dict[str, Question] = Field(..., min_length=1, json_schema_extra={"maxProperties": MAX_QUESTIONS})
+
+    @field_validator("questions", mode="before")
+    @classmethod
+    def _within_the_limits(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            check_question_counts(value)  # 413 naming SEMIF_MAX_QUESTIONS / SEMIF_MAX_OPTIONS, before any question is validated
+        return value
 
     @field_validator("questions")
     @classmethod
@@ -259,7 +276,11 @@ def format_validation_error(exc: ValidationError) -> InvalidRequestError:
 
 
 def parse_request(data: Any) -> DecisionRequest:
-    """Validate a decoded JSON value (or raw bytes) into a `DecisionRequest`, raising a 400 error."""
+    """Validate a decoded JSON value (or raw bytes) into a `DecisionRequest`.
+
+    Raises a 400 `InvalidRequestError` naming the field, or a 413 `PayloadTooLargeError` for
+    more questions or options than their hard ceiling (`limits`).
+    """
     if isinstance(data, (bytes, str)):
         data = parse_json_bytes(data)  # checks the value as it parses it
     else:
