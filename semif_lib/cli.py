@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 from .arguments import add_engine_arguments, engine_overrides, run_command
 from .errors import SemifError
 from .jsonlines import dump_record, read_lines
-from .settings import MODES, load_settings
+from .settings import MODES, Settings, load_settings
 
 
 def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progress: bool = True,
@@ -78,10 +78,11 @@ def command_score(args: argparse.Namespace) -> int:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         out = args.output.open("w", encoding="utf-8")
     try:
-        with open_engine(**engine_overrides(args)) as engine:
+        with open_engine(**engine_overrides(args), mode=args.mode) as engine:  # an unset flag (None): SEMIF_MODE decides
+            mode = engine.settings.mode
             write = (lambda record: (out.write(dump_record(record)), out.flush())) if out else None
-            results = score_lines(engine, lines, args.mode, on_result=write)
-            print(f"model {engine.model_id}, mode {args.mode}, {engine.settings.threads} threads", file=sys.stderr)
+            results = score_lines(engine, lines, mode, on_result=write)
+            print(f"model {engine.model_id}, mode {mode}, {engine.settings.threads} threads", file=sys.stderr)
     finally:
         if out is not None:
             out.close()
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     score = sub.add_parser("score", help="score JSON Lines decision requests")
     score.add_argument("input", help="JSON Lines file, one request with an \"id\" per line ('-' for stdin)")
-    score.add_argument("--mode", choices=MODES, default="parallel")
+    score.add_argument("--mode", choices=MODES, help=f"execution mode (default: SEMIF_MODE, else {Settings.model_fields['mode'].default})")
     score.add_argument("--output", type=Path, help="write responses as JSON Lines instead of printing a table")
     add_engine_arguments(score)
     score.set_defaults(func=command_score)
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 def command_workshop_cleanup(args: argparse.Namespace) -> int:
     from .workshop import cleanup
 
-    report = cleanup(load_settings(**({"target": args.target} if args.target else {})))
+    report = cleanup(load_settings(target=args.target))
     print(report)
     return 1 if report.failed else 0
 

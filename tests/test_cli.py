@@ -73,3 +73,73 @@ def test_score_input_and_setting_errors_are_one_line_and_exit_2(tmp_path, capsys
     monkeypatch.setenv("SEMIF_MODE", "warp")
     assert main(["score", str(src)]) == 2
     assert "SEMIF_MODE='warp'" in capsys.readouterr().err
+
+
+class RecordingEngine:
+    """What `open_engine` gives `semif score`, without a model: the settings it was built from, the modes it ran."""
+
+    model_id = "fake"
+
+    def __init__(self, **overrides):
+        from semif_lib.settings import load_settings
+
+        self.settings = load_settings(**overrides)
+        self.modes: list[str] = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def score(self, data, mode=None):
+        from semif_lib.decision.schema import DecisionResponse, parse_request
+
+        self.modes.append(mode)
+        request = parse_request(data)
+        answers = {qid: {"type": "noul", "noul": 0.5, "probabilities": {"true": 0.5, "false": 0.5}, "option_mass": 1.0}
+                   for qid in request.questions}
+        return DecisionResponse.model_validate({"model": "fake", "answers": answers, "usage": {"input_tokens": 1},
+                                                "timing": {"total_s": 0.0}})
+
+
+def test_score_mode_falls_back_to_semif_mode_and_the_flag_overrides_it(tmp_path, monkeypatch, capsys):
+    """README: "CLI flags override settings" -- and an unset flag leaves the setting alone (it once ran parallel)."""
+    import semif_lib.decision.engine as engine_module
+
+    engines: list[RecordingEngine] = []
+    monkeypatch.setattr(engine_module, "open_engine", lambda **kw: engines.append(RecordingEngine(**kw)) or engines[-1])
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "r", "state": "s", "questions": {"q": {"type": "noul", "instructions": "ok?"}}}) + "\n")
+    monkeypatch.setenv("SEMIF_MODE", "serial")
+    assert main(["score", str(src), "--output", str(tmp_path / "out.jsonl")]) == 0
+    assert engines[-1].modes == ["serial"] and "mode serial" in capsys.readouterr().err
+    assert main(["score", str(src), "--mode", "fresh", "--output", str(tmp_path / "out.jsonl")]) == 0
+    assert engines[-1].modes == ["fresh"] and engines[-1].settings.mode == "fresh"
+    monkeypatch.delenv("SEMIF_MODE")
+    assert main(["score", str(src), "--output", str(tmp_path / "out.jsonl")]) == 0
+    assert engines[-1].modes == ["parallel"]  # the Settings default
+
+
+def test_no_flag_repeats_a_settings_default():
+    """Every flag of every subcommand that names a setting defaults to None, so the setting decides."""
+    import argparse
+
+    from semif_lib.cli import build_parser
+    from semif_lib.settings import Settings
+
+    def walk(parser: argparse.ArgumentParser, path: str):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{path} {name}")
+            elif action.dest in Settings.model_fields and action.option_strings:
+                yield f"{path} {action.option_strings[0]}", action.default
+
+    flags = dict(walk(build_parser(), "semif"))
+    assert "semif score --mode" in flags and "semif serve --port" in flags
+    # The benchmarks pin their own servers (2 threads on both sides, ports of their own), recorded in
+    # their results; they are not the product's settings.
+    pinned = {"semif bench peer --n-ctx": 16384, "semif bench peer --port": 18190, "semif bench peer --threads": 2,
+              "semif bench robustness --port": 18090, "semif bench robustness --threads": 2}
+    assert {name: default for name, default in flags.items() if default is not None} == pinned
