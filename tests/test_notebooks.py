@@ -2,7 +2,7 @@
 
 * Local mode (`TARGET = None` with no `SEMIF_TARGET`, so local): every notebook in `notebooks/`, in order, sharing one
   workshop state file, on free loopback ports, with the kernel's working directory in `notebooks/`.
-* AWS mode: notebooks 01-04 and 99 as the README runs them, unedited, with `SEMIF_TARGET=aws` in the
+* AWS mode: notebooks 01-04 and 99 as docs/aws.md runs them, unedited, with `SEMIF_TARGET=aws` in the
   environment (their `TARGET = None` defers to it), against moto's `ThreadedMotoServer` through
   `SEMIF_AWS_ENDPOINT_URL`, with fake credentials. moto has no `InvokeEndpointWithResponseStream`, so
   cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
@@ -12,9 +12,9 @@
   adapter image built from this checkout, run as SageMaker runs them (skipped without a container runtime).
 * Committed notebooks carry no outputs.
 
-The notebooks name the `semif-workshop` kernel (`python -m ipykernel install --user --name
-semif-workshop`); the tests run them on `python3` from this interpreter's ipykernel instead
-(jupyter_client starts `sys.executable`), which an injected cell checks, so they need no registered kernel.
+The notebooks name the default `python3` kernel, which this environment's ipykernel provides, so JupyterLab
+opens them after the README's first command with nothing registered; the tests run them on that `python3`
+(jupyter_client starts `sys.executable`), which an injected cell checks.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def test_notebook_shape(name):
     first = params[0]
     assert "TARGET = None" in first.source, f"{name}: the parameters cell must set TARGET = None (from SEMIF_TARGET, else local)"
     assert "notebook.show_target(" in code[1].source, f"{name}: the cell after the parameters prints the target"
-    assert nb.metadata.kernelspec == {"name": "semif-workshop", "display_name": "Python (semif-workshop)", "language": "python"}
+    assert nb.metadata.kernelspec == {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     assert nb.cells[-1].cell_type == "markdown" and "Next" in nb.cells[-1].source, f"{name}: end with what to open next"
     for cell in code:
         assert "%store" not in cell.source and "%%writefile" not in cell.source, f"{name}: use the workshop state file"
