@@ -67,36 +67,47 @@ def plan_question(
     reads as single tokens after the assistant header.
     """
     text = render_content(question.instructions).strip()
-    sequence = question.readout == "sequence"
     if isinstance(question, NoulQuestion):
-        lines = [f" {text}"]
-        crit = question.criteria
-        if crit and crit.true:
-            lines.append(f"Yes means: {crit.true}")
-        if crit and crit.false:
-            lines.append(f"No means: {crit.false}")
-        slots = [slot_prefix + s for s in NOUL_SLOTS]
-        return QuestionPlan(qid, "noul", list(NOUL_KEYS), slots, "\n".join(lines), question.readout, question.length_normalize)
+        return _plan_noul(qid, question, text, slot_prefix)
     if isinstance(question, ChoiceQuestion):
-        names = list(question.criteria)
-        if sequence:
-            lines = [f" {text}", "Options:"] + [f"- {_describe(n, question.criteria[n])}" for n in names]
-            slots = [slot_prefix + n for n in names]
-        else:
-            pool = list(letters) if letters is not None else generate_letter_slots()
-            if len(pool) < len(names):
-                raise InvalidRequestError(
-                    f"questions.{qid}.criteria: {len(names)} options, but this model's tokenizer has only "
-                    f"{len(pool)} distinct single-token answer slots",
-                    field=f"questions.{qid}.criteria",
-                )
-            letters = pool[: len(names)]
-            lines = [f" {text}"] + [f"{l}. {_describe(n, question.criteria[n])}" for l, n in zip(letters, names)]
-            slots = [slot_prefix + l for l in letters]
-        return QuestionPlan(qid, "choice", names, slots, "\n".join(lines), question.readout, question.length_normalize)
+        return _plan_choice(qid, question, text, slot_prefix, letters)
+    return _plan_score(qid, question, text, slot_prefix)
+
+
+def _plan_noul(qid: str, question: NoulQuestion, text: str, slot_prefix: str) -> QuestionPlan:
+    lines = [f" {text}"]
+    crit = question.criteria
+    if crit and crit.true:
+        lines.append(f"Yes means: {crit.true}")
+    if crit and crit.false:
+        lines.append(f"No means: {crit.false}")
+    slots = [slot_prefix + s for s in NOUL_SLOTS]
+    return QuestionPlan(qid, "noul", list(NOUL_KEYS), slots, "\n".join(lines), question.readout, question.length_normalize)
+
+
+def _plan_choice(qid: str, question: ChoiceQuestion, text: str, slot_prefix: str, letters: Sequence[str] | None) -> QuestionPlan:
+    names = list(question.criteria)
+    if question.readout == "sequence":
+        lines = [f" {text}", "Options:"] + [f"- {_describe(n, question.criteria[n])}" for n in names]
+        slots = [slot_prefix + n for n in names]
+    else:
+        pool = list(letters) if letters is not None else generate_letter_slots()
+        if len(pool) < len(names):
+            raise InvalidRequestError(
+                f"questions.{qid}.criteria: {len(names)} options, but this model's tokenizer has only "
+                f"{len(pool)} distinct single-token answer slots",
+                field=f"questions.{qid}.criteria",
+            )
+        labels = pool[: len(names)]
+        lines = [f" {text}"] + [f"{label}. {_describe(n, question.criteria[n])}" for label, n in zip(labels, names)]
+        slots = [slot_prefix + label for label in labels]
+    return QuestionPlan(qid, "choice", names, slots, "\n".join(lines), question.readout, question.length_normalize)
+
+
+def _plan_score(qid: str, question: ScoreQuestion, text: str, slot_prefix: str) -> QuestionPlan:
     levels = list(question.criteria)
     legend = {str(i): level for i, level in enumerate(levels)}
-    if sequence:
+    if question.readout == "sequence":
         lines = [f" {text}", "Levels:"] + [f"- {level}" for level in levels]
         slots = [slot_prefix + level for level in levels]
     else:
@@ -149,7 +160,8 @@ class PromptRenderer:
         for hole, message in zip(holes, messages):
             before, found, rest = rest.partition(hole)
             if not found:
-                raise InvalidRequestError("chat template does not keep the message text; cannot keep it apart from control tokens", field="model")
+                raise InvalidRequestError("chat template does not keep the message text; cannot keep it apart from control tokens",
+                                          field="model")
             pieces += [(before, True), (message["content"], False)]
         pieces.append((rest, True))
         if "".join(text for text, _ in pieces) != self._format(messages):
@@ -164,7 +176,8 @@ class PromptRenderer:
             if cut >= 0:
                 return out + ([(text[:cut], special)] if cut else [])
             out.append((text, special))
-        raise InvalidRequestError("chat template does not keep the message text; cannot split the prefix", field="model")  # pragma: no cover
+        raise InvalidRequestError(  # pragma: no cover
+            "chat template does not keep the message text; cannot split the prefix", field="model")
 
     def render_prefix(self, state_text: str) -> str:
         """The text every question's prompt starts with: the template up to "Question:"."""

@@ -1,10 +1,11 @@
 """Fitting calibration: per-question-type temperature scaling, out-of-fold checks, metrics, and the file.
 
 The measurement wing's half of calibration; applying a fitted file to answers is the decision
-wing's (`decision.calibrator`, which reads the format this module writes). Option probabilities are a softmax over the listed options: conditional on the list, not the
-chance of being right. Before gating an action on one, fit a temperature on labeled decisions
-from your own workload and check it out of fold. A temperature divides the logits, so it never
-changes the argmax: it only makes the confidences honest.
+wing's (`decision.calibrator`, which reads the format this module writes). Option probabilities
+are a softmax over the listed options: conditional on the list, not the chance of being right.
+Before gating an action on one, fit a temperature on labeled decisions from your own workload
+and check it out of fold. A temperature divides the logits, so it never changes the argmax: it
+only makes the confidences honest.
 
 Pure numpy (no scipy): NLL of a softmax is convex in the inverse temperature, so a bounded
 golden-section search finds the minimum exactly enough in ~60 evaluations.
@@ -45,6 +46,7 @@ __all__ = [
     "fit_temperature",
     "fit_temperatures",
     "predict_out_of_fold",
+    "prior_remover",
     "save_calibration",
     "split_groups",
 ]
@@ -86,7 +88,10 @@ def _mean_nll(logits: Sequence[np.ndarray], labels: Sequence[int], inverse_t: fl
 
 
 def fit_temperature(
-    logits: Sequence[Sequence[float] | np.ndarray], labels: Sequence[int], bounds: tuple[float, float] = TEMPERATURE_BOUNDS, tol: float = 1e-5
+    logits: Sequence[Sequence[float] | np.ndarray],
+    labels: Sequence[int],
+    bounds: tuple[float, float] = TEMPERATURE_BOUNDS,
+    tol: float = 1e-5,
 ) -> float:
     """The temperature minimising mean NLL of `labels`, within `bounds`.
 
@@ -187,6 +192,22 @@ def compute_nll(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+_MASS_METRICS = ("option_mass_mean", "option_mass_median", "option_mass_min", "option_mass_below_0_5")
+
+
+def _mean(values: Sequence[Any]) -> float:
+    """The mean, or NaN for no values (numpy would warn)."""
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+def _option_mass(decisions: Sequence[Decision]) -> dict[str, float]:
+    """How much probability the listed options held before the softmax over them: mean, median, min, share under 0.5."""
+    mass = np.asarray([d.option_mass for d in decisions], dtype=np.float64)
+    if not len(mass):
+        return dict.fromkeys(_MASS_METRICS, float("nan"))
+    return dict(zip(_MASS_METRICS, (float(mass.mean()), float(np.median(mass)), float(mass.min()), float((mass < 0.5).mean()))))
+
+
 def compute_metrics(decisions: Sequence[Decision], probs: Sequence[np.ndarray] | None = None) -> dict[str, float]:
     """Every decision-quality number for one set: `probs` defaults to the raw softmax of each logit row."""
     rows = _as_rows(probs) if probs is not None else [d.probabilities for d in decisions]
@@ -194,26 +215,20 @@ def compute_metrics(decisions: Sequence[Decision], probs: Sequence[np.ndarray] |
     top = [int(np.argmax(p)) for p in rows]
     conf = [float(p[t]) for p, t in zip(rows, top)]
     correct = [t == y for t, y in zip(top, labels)]
-    mass = np.asarray([d.option_mass for d in decisions], dtype=np.float64)
-    n = len(decisions)
-    chance = float(np.mean([1.0 / len(d.keys) for d in decisions])) if n else float("nan")
     return {
-        "n": n,
-        "accuracy": float(np.mean(correct)) if n else float("nan"),
+        "n": len(decisions),
+        "accuracy": _mean(correct),
         # classes are answers by name within a workload: true/false, a queue, a level
         "balanced_accuracy": compute_balanced_accuracy(
             [(d.task, d.keys[t]) for d, t in zip(decisions, top)], [(d.task, d.keys[d.label]) for d in decisions]
         ),
-        "chance": chance,
+        "chance": _mean([1.0 / len(d.keys) for d in decisions]),
         "ece": compute_ece(conf, correct),
         "brier": compute_brier(rows, labels),
         "nll": compute_nll(rows, labels),
-        "mean_confidence": float(np.mean(conf)) if n else float("nan"),
-        "confident_error_rate": float(np.mean([c >= CONFIDENT and not ok for c, ok in zip(conf, correct)])) if n else float("nan"),
-        "option_mass_mean": float(mass.mean()) if n else float("nan"),
-        "option_mass_median": float(np.median(mass)) if n else float("nan"),
-        "option_mass_min": float(mass.min()) if n else float("nan"),
-        "option_mass_below_0_5": float((mass < 0.5).mean()) if n else float("nan"),
+        "mean_confidence": _mean(conf),
+        "confident_error_rate": _mean([c >= CONFIDENT and not ok for c, ok in zip(conf, correct)]),
+        **_option_mass(decisions),
         "top_share": _top_share(top, decisions),
     }
 
@@ -253,6 +268,17 @@ def bootstrap_metrics(
         name: (float(np.nanpercentile(v, 100 * alpha / 2)), float(np.nanpercentile(v, 100 * (1 - alpha / 2))))
         for name, v in samples.items()
     }
+
+
+def prior_remover(priors: dict[str, list[float]] | None) -> Callable[[Decision], np.ndarray] | None:
+    """The transform that divides each decision's content-free prior out of its logits (`None` without priors)."""
+    if priors is None:
+        return None
+
+    def remove(d: Decision) -> np.ndarray:
+        return remove_prior(d.logits, priors[d.question_hash])
+
+    return remove
 
 
 # -------------------------------------------------------------- out of fold
@@ -311,7 +337,8 @@ def build_calibration(
 ) -> dict[str, Any]:
     """The calibration document: temperatures per type (fitted on debiased logits when `priors` are given)."""
     if priors:
-        fitted = [Decision(**{**d.__dict__, "logits": remove_prior(d.logits, priors[d.question_hash])}) if d.question_hash in priors else d for d in decisions]
+        fitted = [Decision(**{**d.__dict__, "logits": remove_prior(d.logits, priors[d.question_hash])}) if d.question_hash in priors else d
+                  for d in decisions]
     else:
         fitted = list(decisions)
     return {

@@ -12,6 +12,10 @@ For each labeled request it reads the raw option logits, then reports, per workl
   of the argmax, and the metrics of the probabilities averaged over orders;
 * the JSON-generation baseline on the same model: does the readout beat asking the model to write?
 
+This module turns decisions into the report (`evaluate_decisions`, no model needed) and runs the
+command. Its neighbours do the rest: `labeled` reads the input, `evaluation_scoring` asks the
+model, and `evaluation_report` prints and plots a report. Their public names are importable from here too.
+
 Heavy imports (numpy, pandas, matplotlib, llama_cpp) stay inside functions: `semif --help`
 imports this module.
 """
@@ -22,237 +26,35 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..arguments import add_engine_arguments, engine_overrides
 from ..errors import InvalidRequestError
-from ..jsonlines import read_lines
+from .evaluation_report import format_markdown, format_report, plot_reliability, reliability_sets
+from .evaluation_scoring import (
+    CONTENT_FREE_STATES,
+    rotate_options,
+    run_json_baseline,
+    score_content_free,
+    score_decisions,
+    score_permutations,
+)
+from .labeled import LabeledItem, label_to_index, read_labeled
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from ..decision.engine import DecisionEngine
-    from ..settings import Settings
     from .calibration import Decision
 
 __all__ = [
-    "LabeledItem", "evaluate_decisions", "evaluate_workload", "format_report", "load_decisions", "plot_reliability",
-    "read_labeled", "register_cli", "reliability_sets", "write_calibration",
+    "CONTENT_FREE_STATES", "LabeledItem", "evaluate_decisions", "evaluate_workload", "format_markdown", "format_report",
+    "label_to_index", "load_decisions", "plot_reliability", "read_labeled", "register_cli", "reliability_sets", "rotate_options",
+    "write_calibration",
 ]
 
-CONTENT_FREE_STATES = ("N/A", "", "[MASK]")
 RECALL_TASKS = ("code_search",)
-
-
-@dataclass
-class LabeledItem:
-    """One labeled request line: the request itself, and the expected answer per question id."""
-
-    id: str
-    group_id: str
-    task: str
-    request: dict[str, Any]
-    labels: dict[str, Any]
-
-
-def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[LabeledItem]:
-    """Labeled JSON Lines (see data/labeled/README.md); `limit` keeps the first N lines of each file."""
-    from ..decision.schema import parse_json_bytes, parse_request
-
-    items: list[LabeledItem] = []
-    for path in paths:
-        path = Path(path)
-        count = 0
-        for number, line in read_lines(path):
-            if limit is not None and count >= limit:
-                break
-            where = f"{path.name}:{number}"
-            try:
-                data = parse_json_bytes(line)
-            except InvalidRequestError as exc:
-                raise InvalidRequestError(f"{where}: {exc.message}", field="input") from None
-            if not isinstance(data, dict):
-                raise InvalidRequestError(f"{where}: a labeled line is a JSON object", field="input")
-            labels = data.get("labels")
-            if not isinstance(labels, dict) or not labels:
-                raise InvalidRequestError(f"{where}: a labeled line needs \"labels\": {{QID: expected}}", field="labels")
-            request = {k: v for k, v in data.items() if k in ("state", "questions")}
-            parsed = parse_request(request)
-            for qid, expected in labels.items():
-                if qid not in parsed.questions:
-                    raise InvalidRequestError(f"{where}: label for unknown question {qid!r}", field=f"labels.{qid}")
-                label_to_index(parsed.questions[qid], expected, where)
-            item_id = str(data.get("id", f"{path.stem}-{number}"))
-            items.append(LabeledItem(item_id, str(data.get("group_id", item_id)), str(data.get("task", path.stem)), request, labels))
-            count += 1
-    if not items:
-        raise InvalidRequestError("no labeled lines found", field="input")
-    return items
-
-
-def label_to_index(question: Any, expected: Any, where: str = "") -> int:
-    """Index of the expected answer among the question's options (true=0/false=1, option name, level)."""
-    kind = question.type
-    if kind == "noul" and isinstance(expected, bool):
-        return 0 if expected else 1
-    if kind == "choice" and isinstance(expected, str) and expected in question.criteria:
-        return list(question.criteria).index(expected)
-    if kind == "score" and isinstance(expected, int) and not isinstance(expected, bool) and 0 <= expected < len(question.criteria):
-        return expected
-    raise InvalidRequestError(f"{where}: label {expected!r} is not a valid answer to a {kind} question", field="labels")
-
-
-# ------------------------------------------------------------------ scoring
-def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], progress: bool = True) -> list["Decision"]:
-    """Raw logits for every labeled question (the engine must have no calibration attached)."""
-    import numpy as np
-    from tqdm.auto import tqdm
-
-    from ..decision.calibrator import hash_question
-    from ..decision.prompt import plan_question
-    from ..decision.schema import parse_request
-    from .calibration import Decision
-
-    out: list[Decision] = []
-    for item in tqdm(items, desc="readout", unit="req", file=sys.stderr, disable=not progress):
-        request = parse_request(item.request)
-        response = engine.score(request, include_logits=True)
-        for qid, expected in item.labels.items():
-            question = request.questions[qid]
-            answer = response.answers[qid]
-            plan = plan_question(qid, question, engine.renderer.slot_prefix, engine.letter_slots)
-            out.append(Decision(
-                id=item.id, group_id=item.group_id, task=item.task, qid=qid, kind=question.type,
-                keys=list(answer.probabilities), label=label_to_index(question, expected),
-                logits=np.asarray(answer.logits, dtype=np.float64), option_mass=float(answer.option_mass),
-                question_hash=hash_question(plan.block, plan.kind),
-            ))
-    return out
-
-
-def score_content_free(
-    engine: "DecisionEngine", items: Sequence[LabeledItem], states: Sequence[str] = CONTENT_FREE_STATES, progress: bool = True
-) -> dict[str, list[float]]:
-    """Option prior per distinct question: probabilities averaged over content-free states (Zhao et al. 2021)."""
-    import numpy as np
-    from tqdm.auto import tqdm
-
-    from ..decision.calibrator import hash_question
-    from ..decision.prompt import plan_question
-    from ..decision.schema import parse_request
-
-    todo: dict[str, tuple[str, dict[str, Any]]] = {}
-    for item in items:
-        request = parse_request(item.request)
-        for qid in item.labels:
-            plan = plan_question(qid, request.questions[qid], engine.renderer.slot_prefix, engine.letter_slots)
-            todo.setdefault(hash_question(plan.block, plan.kind), (qid, item.request["questions"][qid]))
-    priors: dict[str, list[float]] = {}
-    keys = list(todo)
-    chunk = 16  # questions per content-free request: one tiny prefix, many short branches
-    bar = tqdm(total=len(keys) * len(states), desc="content-free", unit="q", file=sys.stderr, disable=not progress)
-    for start in range(0, len(keys), chunk):
-        part = keys[start:start + chunk]
-        questions = {f"q{i}": todo[h][1] for i, h in enumerate(part)}
-        sums = {h: None for h in part}
-        for state in states:
-            response = engine.score({"state": state, "questions": questions})
-            for i, h in enumerate(part):
-                p = np.asarray(list(response.answers[f"q{i}"].probabilities.values()), dtype=np.float64)
-                sums[h] = p if sums[h] is None else sums[h] + p
-            bar.update(len(part))
-        for h in part:
-            priors[h] = [float(x) for x in sums[h] / len(states)]
-    bar.close()
-    return priors
-
-
-def rotate_options(criteria: dict[str, Any], shift: int) -> dict[str, Any]:
-    names = list(criteria)
-    shift %= len(names)
-    return {n: criteria[n] for n in names[shift:] + names[:shift]}
-
-
-def score_permutations(
-    engine: "DecisionEngine", items: Sequence[LabeledItem], rotations: int, progress: bool = True,
-    original: dict[tuple[str, str], "np.ndarray"] | None = None,
-) -> dict[tuple[str, str], list["np.ndarray"]]:
-    """Probabilities (in the original option order) of each choice question under `rotations` option orders.
-
-    Rotation 0 is the original order (taken from `original` when the readout already has it);
-    a question with k options gets at most k distinct rotations.
-    """
-    import numpy as np
-    from tqdm.auto import tqdm
-
-    out: dict[tuple[str, str], list[np.ndarray]] = {}
-    choice_items = [it for it in items if any(it.request["questions"][q].get("type") == "choice" for q in it.labels)]
-    for item in tqdm(choice_items, desc=f"permute x{rotations}", unit="req", file=sys.stderr, disable=not progress):
-        qids = [q for q in item.labels if item.request["questions"][q].get("type") == "choice"]
-        n_opts = min(len(item.request["questions"][q]["criteria"]) for q in qids)
-        for shift in range(min(rotations, n_opts)):
-            if shift == 0 and original is not None and all((item.id, q) in original for q in qids):
-                for q in qids:
-                    out.setdefault((item.id, q), []).append(original[(item.id, q)])
-                continue
-            questions = {q: {**item.request["questions"][q], "criteria": rotate_options(item.request["questions"][q]["criteria"], shift)} for q in qids}
-            response = engine.score({"state": item.request["state"], "questions": questions})
-            for q in qids:
-                probs = response.answers[q].probabilities
-                out.setdefault((item.id, q), []).append(np.asarray([probs[n] for n in item.request["questions"][q]["criteria"]]))
-    return out
-
-
-def run_json_baseline(settings: "Settings", model_path: Path | str, items: Sequence[LabeledItem], progress: bool = True) -> dict[str, Any]:
-    """Greedy JSON generation on the same model (cold: `reset()` before each request), scored per task."""
-    from tqdm.auto import tqdm
-
-    from ..decision.schema import parse_request
-    from .baseline import generate_json_answers, open_chat_model
-
-    llm = open_chat_model(settings, model_path)
-    per_task: dict[str, dict[str, float]] = {}
-    try:
-        for item in tqdm(items, desc="json baseline", unit="req", file=sys.stderr, disable=not progress):
-            request = parse_request(item.request)
-            result = generate_json_answers(llm, request)
-            t = per_task.setdefault(item.task, {"requests": 0, "invalid_json": 0, "incomplete": 0, "decisions": 0, "correct": 0, "unparsed": 0, "seconds": 0.0, "output_tokens": 0})
-            t["requests"] += 1
-            t["invalid_json"] += int(not result.valid_json)
-            t["incomplete"] += int(not result.complete)
-            t["seconds"] += result.seconds
-            t["output_tokens"] += result.output_tokens
-            for qid, expected in item.labels.items():
-                got = result.answers.get(qid)
-                t["decisions"] += 1
-                t["unparsed"] += int(got is None)
-                t["correct"] += int(got is not None and got == expected and type(got) is type(expected))
-    finally:
-        llm.close() if hasattr(llm, "close") else None
-    return {task: _summarise_baseline(t) for task, t in per_task.items()} | {"all": _summarise_baseline(_sum_counts(per_task.values()))}
-
-
-def _sum_counts(rows: Any) -> dict[str, float]:
-    total: dict[str, float] = {}
-    for row in rows:
-        for k, v in row.items():
-            total[k] = total.get(k, 0) + v
-    return total
-
-
-def _summarise_baseline(t: dict[str, float]) -> dict[str, float]:
-    return {
-        "requests": int(t["requests"]),
-        "decisions": int(t["decisions"]),
-        "accuracy": t["correct"] / t["decisions"] if t["decisions"] else float("nan"),
-        "invalid_json_rate": t["invalid_json"] / t["requests"] if t["requests"] else float("nan"),
-        "incomplete_rate": t["incomplete"] / t["requests"] if t["requests"] else float("nan"),
-        "unparsed_answer_rate": t["unparsed"] / t["decisions"] if t["decisions"] else float("nan"),
-        "seconds_per_request": t["seconds"] / t["requests"] if t["requests"] else float("nan"),
-        "output_tokens_per_request": t["output_tokens"] / t["requests"] if t["requests"] else float("nan"),
-    }
 
 
 # ------------------------------------------------------------------ report
@@ -278,64 +80,115 @@ def evaluate_decisions(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Metrics per task and overall for each variant (raw, debiased, permuted, calibrated), no model needed."""
-    import numpy as np
+    from .calibration import prior_remover
 
-    from ..decision.calibrator import apply_temperature, remove_prior
+    base = prior_remover(priors)
+    variants, extra = _variant_probabilities(decisions, base, calibrate, folds, seed)
+    rows: list[int] = []
+    averaged: list[np.ndarray] = []
+    if permuted:
+        rows, averaged, extra["permutation"] = _average_orders(decisions, permuted)
+
+    tasks = sorted({d.task for d in decisions}) + ["all"]
+    per_task = _task_metrics(decisions, variants, tasks, bootstrap, seed)
+    for task in tasks if rows else ():
+        metrics = _permuted_metrics(decisions, permuted or {}, rows, averaged, task, bootstrap, seed)
+        if metrics is not None:
+            per_task[task]["permuted_mean"] = metrics
+    overall = per_task.pop("all")
+    report: dict[str, Any] = {"tasks": per_task, "overall": overall}
+    if calibrate:
+        report.update(_fit_on_all_rows(decisions, base))
+    report.update(extra)
+    return report
+
+
+def _variant_probabilities(
+    decisions: Sequence["Decision"], base: Any, calibrate: bool, folds: int, seed: int
+) -> tuple[dict[str, list["np.ndarray"]], dict[str, Any]]:
+    """Probabilities per variant (raw, debiased with `base`, calibrated out of fold) and the fold temperatures."""
     from ..decision.readout import softmax
-    from .calibration import fit_temperatures, predict_out_of_fold
+    from .calibration import predict_out_of_fold
 
     variants: dict[str, list[np.ndarray]] = {"raw": [d.probabilities for d in decisions]}
-    base = None
-    if priors is not None:
-        base = lambda d: remove_prior(d.logits, priors[d.question_hash])  # noqa: E731
+    if base is not None:
         variants["debiased"] = [softmax(base(d)) for d in decisions]
     extra: dict[str, Any] = {}
     if calibrate:
-        oof, fold_temps = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=base)
-        variants["calibrated_oof"] = oof
-        extra["fold_temperatures"] = fold_temps
-    perm_rows: list[int] = []
-    if permuted:
-        averaged = []
-        flips = []
-        for i, d in enumerate(decisions):
-            runs = permuted.get((d.id, d.qid))
-            if runs:
-                perm_rows.append(i)
-                averaged.append(np.mean(runs, axis=0))
-                flips.append(len({int(np.argmax(r)) for r in runs}) > 1)
-        extra["permutation"] = {
-            "decisions": len(perm_rows),
-            "orders": max((len(v) for v in permuted.values()), default=0),
-            "flip_rate": float(np.mean(flips)) if flips else float("nan"),
-        }
-        extra["_permuted"] = (perm_rows, averaged)
+        variants["calibrated_oof"], extra["fold_temperatures"] = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=base)
+    return variants, extra
 
-    tasks = sorted({d.task for d in decisions})
-    report: dict[str, Any] = {"tasks": {}, "overall": {}}
+
+def _task_metrics(
+    decisions: Sequence["Decision"], variants: dict[str, list["np.ndarray"]], tasks: Sequence[str], bootstrap: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Metrics of every variant for each task (and "all"), keyed task -> variant."""
+    per_task: dict[str, dict[str, Any]] = {task: {} for task in tasks}
     for name, probs in variants.items():
-        for task in tasks + ["all"]:
+        for task in tasks:
             idx = [i for i, d in enumerate(decisions) if task in ("all", d.task)]
-            report["tasks"].setdefault(task, {})[name] = _variant_metrics([decisions[i] for i in idx], [probs[i] for i in idx], bootstrap, seed)
-    if permuted and perm_rows:
-        rows, averaged = extra.pop("_permuted")
-        for task in tasks + ["all"]:
-            sel = [(i, p) for i, p in zip(rows, averaged) if task in ("all", decisions[i].task)]
-            if sel:
-                flips_task = [len({int(np.argmax(r)) for r in permuted[(decisions[i].id, decisions[i].qid)]}) > 1 for i, _ in sel]
-                m = _variant_metrics([decisions[i] for i, _ in sel], [p for _, p in sel], bootstrap, seed)
-                m["flip_rate"] = float(np.mean(flips_task))
-                report["tasks"][task]["permuted_mean"] = m
-    else:
-        extra.pop("_permuted", None)
-    report["overall"] = report["tasks"].pop("all")
-    if calibrate:
-        fitted = [d if base is None else type(d)(**{**d.__dict__, "logits": base(d)}) for d in decisions]
-        report["temperatures"] = fit_temperatures(fitted)
-        final = [apply_temperature(f.logits, report["temperatures"].get(f.kind, 1.0)) for f in fitted]
-        report["argmax_unchanged_by_temperature"] = bool(all(int(np.argmax(p)) == int(np.argmax(f.logits)) for p, f in zip(final, fitted)))
-    report.update(extra)
-    return report
+            per_task[task][name] = _variant_metrics([decisions[i] for i in idx], [probs[i] for i in idx], bootstrap, seed)
+    return per_task
+
+
+def _flipped(runs: Sequence["np.ndarray"]) -> bool:
+    """Whether the argmax changed with the option order."""
+    import numpy as np
+
+    return len({int(np.argmax(r)) for r in runs}) > 1
+
+
+def _average_orders(
+    decisions: Sequence["Decision"], permuted: dict[tuple[str, str], list["np.ndarray"]]
+) -> tuple[list[int], list["np.ndarray"], dict[str, Any]]:
+    """The rows asked under several option orders, their probabilities averaged over orders, and the summary."""
+    import numpy as np
+
+    rows: list[int] = []
+    averaged: list[np.ndarray] = []
+    flips: list[bool] = []
+    for i, d in enumerate(decisions):
+        runs = permuted.get((d.id, d.qid))
+        if runs:
+            rows.append(i)
+            averaged.append(np.mean(runs, axis=0))
+            flips.append(_flipped(runs))
+    summary = {
+        "decisions": len(rows),
+        "orders": max((len(v) for v in permuted.values()), default=0),
+        "flip_rate": float(np.mean(flips)) if flips else float("nan"),
+    }
+    return rows, averaged, summary
+
+
+def _permuted_metrics(
+    decisions: Sequence["Decision"], permuted: dict[tuple[str, str], list["np.ndarray"]], rows: Sequence[int],
+    averaged: Sequence["np.ndarray"], task: str, bootstrap: int, seed: int,
+) -> dict[str, Any] | None:
+    """Metrics of the order-averaged probabilities of one task's rows (or "all"), with their flip rate."""
+    import numpy as np
+
+    sel = [(i, p) for i, p in zip(rows, averaged) if task in ("all", decisions[i].task)]
+    if not sel:
+        return None
+    flips = [_flipped(permuted[(decisions[i].id, decisions[i].qid)]) for i, _ in sel]
+    metrics = _variant_metrics([decisions[i] for i, _ in sel], [p for _, p in sel], bootstrap, seed)
+    metrics["flip_rate"] = float(np.mean(flips))
+    return metrics
+
+
+def _fit_on_all_rows(decisions: Sequence["Decision"], base: Any) -> dict[str, Any]:
+    """Temperatures fitted on every row (after the priors, if any), and whether applying them kept every argmax."""
+    import numpy as np
+
+    from ..decision.calibrator import apply_temperature
+    from .calibration import fit_temperatures
+
+    fitted = [d if base is None else type(d)(**{**d.__dict__, "logits": base(d)}) for d in decisions]
+    temperatures = fit_temperatures(fitted)
+    final = [apply_temperature(f.logits, temperatures.get(f.kind, 1.0)) for f in fitted]
+    unchanged = all(int(np.argmax(p)) == int(np.argmax(f.logits)) for p, f in zip(final, fitted))
+    return {"temperatures": temperatures, "argmax_unchanged_by_temperature": bool(unchanged)}
 
 
 def evaluate_workload(
@@ -368,7 +221,8 @@ def evaluate_workload(
         t0 = time.perf_counter()
         permuted = score_permutations(engine, items, permute, progress, original={(d.id, d.qid): d.probabilities for d in decisions})
         timings["permute_s"] = time.perf_counter() - t0
-    report = evaluate_decisions(decisions, calibrate=calibrate, folds=folds, priors=priors, permuted=permuted, bootstrap=bootstrap, seed=seed)
+    report = evaluate_decisions(decisions, calibrate=calibrate, folds=folds, priors=priors, permuted=permuted,
+                                bootstrap=bootstrap, seed=seed)
     if baseline:
         t0 = time.perf_counter()
         report["json_baseline"] = run_json_baseline(engine.settings, engine.model_path, items, progress)
@@ -401,156 +255,12 @@ def load_decisions(report: dict[str, Any]) -> tuple[list["Decision"], dict[str, 
     return decisions, report.get("priors")
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """The metrics table: one row per task and variant, then the overall rows and the extras."""
-    import pandas as pd
-
-    rows = []
-    for task, variants in list(report["tasks"].items()) + [("ALL", report["overall"])]:
-        for name, m in variants.items():
-            ci = m.get("ci95", {}).get("accuracy")
-            acc = f"{m['accuracy']:.2f}" + (f" [{ci[0]:.2f},{ci[1]:.2f}]" if ci else "")
-            rows.append({
-                "task": task, "variant": name, "n": m["n"], "acc [95% CI]": acc,
-                "bal_acc": round(m["balanced_accuracy"], 2), "R@1": round(m["recall_at_1"], 2) if "recall_at_1" in m else "",
-                "chance": round(m["chance"], 2), "ECE": round(m["ece"], 3), "Brier": round(m["brier"], 3), "NLL": round(m["nll"], 3),
-                "conf_err": round(m["confident_error_rate"], 3), "top_share": round(m["top_share"], 2),
-                "mass": round(m["option_mass_mean"], 3), "flip": round(m["flip_rate"], 2) if "flip_rate" in m else "", "invalid": "",
-            })
-        base = report.get("json_baseline", {}).get(task if task != "ALL" else "all")
-        if base:
-            rows.append({"task": task, "variant": "json_generation", "n": base["decisions"], "acc [95% CI]": f"{base['accuracy']:.2f}",
-                         "bal_acc": "", "R@1": "", "chance": "", "ECE": "", "Brier": "", "NLL": "", "conf_err": "", "top_share": "",
-                         "mass": "", "flip": "", "invalid": round(base["invalid_json_rate"], 2)})
-    text = pd.DataFrame(rows).astype(str).to_string(index=False)
-    lines = [text]
-    if "temperatures" in report:
-        from .calibration import TEMPERATURE_BOUNDS
-
-        temps = ", ".join(f"{k}={v:.3g}" for k, v in report["temperatures"].items())
-        lines.append(f"fitted temperatures (all rows): {temps}")
-        if any(v >= 0.99 * TEMPERATURE_BOUNDS[1] for v in report["temperatures"].values()):
-            lines.append(f"  T at the upper bound {TEMPERATURE_BOUNDS[1]:g}: the ranking carries almost no information, so calibration flattens it to the base rate")
-        if any(v <= 1.01 * TEMPERATURE_BOUNDS[0] for v in report["temperatures"].values()):
-            lines.append(f"  T at the lower bound {TEMPERATURE_BOUNDS[0]:g}: the fit rows are (nearly) all right; add labeled rows before trusting it")
-    if "permutation" in report:
-        p = report["permutation"]
-        lines.append(f"option-order rotations: {p['orders']} per choice question, argmax flip rate {p['flip_rate']:.2f} over {p['decisions']} decisions")
-    return "\n".join(lines)
-
-
-def format_markdown(report: dict[str, Any]) -> str:
-    """Two Markdown tables for a README: decisions per workload, then calibration (raw against out of fold)."""
-
-    def cell(m: dict[str, Any] | None, key: str, digits: int = 2) -> str:
-        return f"{m[key]:.{digits}f}" if m and key in m and m[key] == m[key] else "-"
-
-    rows = list(report["tasks"].items()) + [("**all**", report["overall"])]
-    base = report.get("json_baseline", {})
-    out = ["| workload | n | chance | accuracy [95% CI] | balanced acc. | top-slot share | debiased acc. | order-averaged acc. | argmax flips | JSON-generation acc. | invalid JSON |",
-           "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for task, v in rows:
-        raw = v["raw"]
-        ci = raw.get("ci95", {}).get("accuracy")
-        acc = f"{raw['accuracy']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-        if task == "code_search":
-            acc += " (R@1)"
-        b = base.get("all" if task == "**all**" else task)
-        out.append(f"| {task} | {raw['n']} | {raw['chance']:.2f} | {acc} | {cell(raw, 'balanced_accuracy')} | {cell(raw, 'top_share')} | "
-                   f"{cell(v.get('debiased'), 'accuracy')} | {cell(v.get('permuted_mean'), 'accuracy')} | {cell(v.get('permuted_mean'), 'flip_rate')} | "
-                   f"{cell(b, 'accuracy')} | {cell(b, 'invalid_json_rate')} |")
-    out += ["", "| workload | ECE raw → calibrated | Brier raw → calibrated | NLL raw → calibrated | confident errors (p ≥ 0.9) | mean option mass |",
-            "|---|---|---|---|---:|---:|"]
-    for task, v in rows:
-        raw, cal = v["raw"], v.get("calibrated_oof")
-        out.append(f"| {task} | {cell(raw, 'ece', 3)} → {cell(cal, 'ece', 3)} | {cell(raw, 'brier', 3)} → {cell(cal, 'brier', 3)} | "
-                   f"{cell(raw, 'nll', 3)} → {cell(cal, 'nll', 3)} | {cell(raw, 'confident_error_rate', 3)} | {cell(raw, 'option_mass_mean', 3)} |")
-    return "\n".join(out)
-
-
-def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], path: Path | str, title: str = "") -> Path:
-    """Reliability diagram (top) and top-1 confidence histogram (bottom), one column per variant."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from .calibration import N_BINS, compute_ece, compute_reliability
-
-    names = list(sets)
-    fig, axes = plt.subplots(2, len(names), figsize=(3.6 * len(names), 6.2), squeeze=False, gridspec_kw={"height_ratios": [3, 1.3]})
-    for col, name in enumerate(names):
-        conf, correct = sets[name]
-        bins = compute_reliability(conf, correct)
-        ax = axes[0][col]
-        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
-        centers = [(b["lo"] + b["hi"]) / 2 for b in bins]
-        acc = [b["accuracy"] if b["count"] else 0.0 for b in bins]
-        ax.bar(centers, acc, width=1 / N_BINS, edgecolor="black", color="#4c72b0", alpha=0.8, label="accuracy")
-        ax.plot([b["confidence"] for b in bins if b["count"]], [b["accuracy"] for b in bins if b["count"]], "o", color="#dd8452", label="mean conf.")
-        for x, b in zip(centers, bins):  # a bar over one decision is noise: say how many it holds
-            if b["count"]:
-                ax.text(x, min(b["accuracy"], 0.9) + 0.02, str(b["count"]), ha="center", fontsize=7)
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_title(f"{name}\nECE {compute_ece(conf, correct):.3f}, n={len(conf)}", fontsize=10)
-        ax.set_xlabel("top-1 confidence")
-        if col == 0:
-            ax.set_ylabel("accuracy")
-            ax.legend(loc="upper left", fontsize=8, title="n = decisions per bin", title_fontsize=7)
-        hx = axes[1][col]
-        hx.hist(np.asarray(conf, dtype=float), bins=np.linspace(0, 1, N_BINS + 1), color="#55a868", edgecolor="black")
-        hx.set_xlim(0, 1)
-        hx.set_xlabel("top-1 confidence")
-        if col == 0:
-            hx.set_ylabel("decisions")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def collect_reliability_sets(report_decisions: Sequence["Decision"], variants: dict[str, Sequence["np.ndarray"]]) -> dict[str, tuple[list[float], list[bool]]]:
-    """(top-1 confidence, correct) per variant, ready for `plot_reliability`."""
-    import numpy as np
-
-    out = {}
-    for name, probs in variants.items():
-        conf = [float(np.max(p)) for p in probs]
-        correct = [int(np.argmax(p)) == d.label for p, d in zip(probs, report_decisions)]
-        out[name] = (conf, correct)
-    return out
-
-
-def variant_probabilities(decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, folds: int, seed: int) -> dict[str, list["np.ndarray"]]:
-    """Recompute the per-decision probabilities of raw / debiased / out-of-fold calibrated (deterministic) for plots."""
-    from ..decision.calibrator import remove_prior
-    from ..decision.readout import softmax
-    from .calibration import predict_out_of_fold
-
-    out: dict[str, list[Any]] = {"raw": [d.probabilities for d in decisions]}
-    base = (lambda d: remove_prior(d.logits, priors[d.question_hash])) if priors is not None else None  # noqa: E731
-    if base is not None:
-        out["debiased"] = [softmax(base(d)) for d in decisions]
-    if "temperatures" in report:
-        out["calibrated (out of fold)"] = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=base)[0]
-    return out
-
-
-def reliability_sets(decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None = None) -> dict[str, tuple[list[float], list[bool]]]:
-    """(confidence, correct) for raw, debiased and out-of-fold calibrated answers, with the report's folds and seed."""
-    options = report.get("options", {})
-    variants = variant_probabilities(decisions, report, priors, options.get("folds", 5), options.get("seed", 0))
-    return collect_reliability_sets(decisions, variants)
-
-
 def write_calibration(
-    decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, path: Path | str, source: Sequence[str] = ()
+    decisions: Sequence["Decision"],
+    report: dict[str, Any],
+    priors: dict[str, list[float]] | None,
+    path: Path | str,
+    source: Sequence[str] = (),
 ) -> Path:
     """Fit the temperatures on every row (after the content-free priors, if any) and save the file the engine loads."""
     from .calibration import build_calibration, save_calibration
@@ -630,17 +340,20 @@ def command_eval(args: argparse.Namespace) -> int:
 def register_cli(subparsers: Any) -> None:
     p = subparsers.add_parser("eval", help="decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, debias, permute")
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
-    p.add_argument("--calibrate", action="store_true", help="out-of-fold temperature scaling per question type, and write a calibration file")
+    p.add_argument("--calibrate", action="store_true",
+                   help="out-of-fold temperature scaling per question type, and write a calibration file")
     p.add_argument("--folds", type=int, default=5, help="grouped k-fold splits for out-of-fold calibration (default 5)")
     p.add_argument("--permute", type=int, default=0, metavar="N", help="ask each choice question under N rotations of its option order")
-    p.add_argument("--debias", action="store_true", help="contextual calibration: divide out the option prior read from content-free states")
+    p.add_argument("--debias", action="store_true",
+                   help="contextual calibration: divide out the option prior read from content-free states")
     p.add_argument("--no-baseline", action="store_true", help="skip the JSON-generation baseline")
     p.add_argument("--bootstrap", type=int, default=500, help="bootstrap resamples (over states) for 95%% intervals; 0 = none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, help="use only the first N lines of each file")
     p.add_argument("--output", type=Path, help="write the full report as JSON (and the reliability plot next to it as .png)")
     p.add_argument("--plot", type=Path, help="reliability diagram + confidence histogram PNG (default: next to --output)")
-    p.add_argument("--calibration-out", type=Path, dest="calibration_out", help="where --calibrate writes the calibration file (default: results/calibration/MODEL.json)")
+    p.add_argument("--calibration-out", type=Path, dest="calibration_out",
+                   help="where --calibrate writes the calibration file (default: results/calibration/MODEL.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_engine_arguments(p)
     p.set_defaults(func=command_eval)

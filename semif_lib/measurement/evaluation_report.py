@@ -1,0 +1,198 @@
+"""`semif eval`'s report as text and figures: the metrics table, the README's Markdown tables and the
+reliability diagram.
+
+All of it reads a report dict (`evaluation.evaluate_decisions` builds it, and `semif eval --output`
+saves it), so a saved report can be printed or plotted again without the model. pandas and
+matplotlib are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .calibration import Decision
+
+__all__ = ["collect_reliability_sets", "format_markdown", "format_report", "plot_reliability", "reliability_sets", "variant_probabilities"]
+
+ReliabilitySets = dict[str, tuple[list[float], list[bool]]]  # variant -> (top-1 confidence, correct) per decision
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The metrics table: one row per task and variant, then the overall rows and the extras."""
+    import pandas as pd
+
+    rows = []
+    for task, variants in list(report["tasks"].items()) + [("ALL", report["overall"])]:
+        rows += [_metric_row(task, name, m) for name, m in variants.items()]
+        base = report.get("json_baseline", {}).get(task if task != "ALL" else "all")
+        if base:
+            rows.append(_baseline_row(task, base))
+    text = pd.DataFrame(rows).astype(str).to_string(index=False)
+    return "\n".join([text] + _temperature_notes(report) + _permutation_note(report))
+
+
+def _metric_row(task: str, name: str, m: dict[str, Any]) -> dict[str, Any]:
+    ci = m.get("ci95", {}).get("accuracy")
+    acc = f"{m['accuracy']:.2f}" + (f" [{ci[0]:.2f},{ci[1]:.2f}]" if ci else "")
+    return {
+        "task": task, "variant": name, "n": m["n"], "acc [95% CI]": acc,
+        "bal_acc": round(m["balanced_accuracy"], 2), "R@1": round(m["recall_at_1"], 2) if "recall_at_1" in m else "",
+        "chance": round(m["chance"], 2), "ECE": round(m["ece"], 3), "Brier": round(m["brier"], 3), "NLL": round(m["nll"], 3),
+        "conf_err": round(m["confident_error_rate"], 3), "top_share": round(m["top_share"], 2),
+        "mass": round(m["option_mass_mean"], 3), "flip": round(m["flip_rate"], 2) if "flip_rate" in m else "", "invalid": "",
+    }
+
+
+def _baseline_row(task: str, base: dict[str, Any]) -> dict[str, Any]:
+    return {"task": task, "variant": "json_generation", "n": base["decisions"], "acc [95% CI]": f"{base['accuracy']:.2f}",
+            "bal_acc": "", "R@1": "", "chance": "", "ECE": "", "Brier": "", "NLL": "", "conf_err": "", "top_share": "",
+            "mass": "", "flip": "", "invalid": round(base["invalid_json_rate"], 2)}
+
+
+def _temperature_notes(report: dict[str, Any]) -> list[str]:
+    if "temperatures" not in report:
+        return []
+    from .calibration import TEMPERATURE_BOUNDS
+
+    low, high = TEMPERATURE_BOUNDS
+    temps = ", ".join(f"{k}={v:.3g}" for k, v in report["temperatures"].items())
+    lines = [f"fitted temperatures (all rows): {temps}"]
+    if any(v >= 0.99 * high for v in report["temperatures"].values()):
+        lines.append(f"  T at the upper bound {high:g}: "
+                     "the ranking carries almost no information, so calibration flattens it to the base rate")
+    if any(v <= 1.01 * low for v in report["temperatures"].values()):
+        lines.append(f"  T at the lower bound {low:g}: the fit rows are (nearly) all right; add labeled rows before trusting it")
+    return lines
+
+
+def _permutation_note(report: dict[str, Any]) -> list[str]:
+    if "permutation" not in report:
+        return []
+    p = report["permutation"]
+    return [f"option-order rotations: {p['orders']} per choice question, "
+            f"argmax flip rate {p['flip_rate']:.2f} over {p['decisions']} decisions"]
+
+
+_DECISION_HEADER = ("| workload | n | chance | accuracy [95% CI] | balanced acc. | top-slot share | debiased acc. | "
+                    "order-averaged acc. | argmax flips | JSON-generation acc. | invalid JSON |")
+_CALIBRATION_HEADER = ("| workload | ECE raw → calibrated | Brier raw → calibrated | NLL raw → calibrated | "
+                       "confident errors (p ≥ 0.9) | mean option mass |")
+
+
+def _cell(m: dict[str, Any] | None, key: str, digits: int = 2) -> str:
+    return f"{m[key]:.{digits}f}" if m and key in m and m[key] == m[key] else "-"
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """Two Markdown tables for a README: decisions per workload, then calibration (raw against out of fold)."""
+    cell = _cell
+    rows = list(report["tasks"].items()) + [("**all**", report["overall"])]
+    base = report.get("json_baseline", {})
+    out = [_DECISION_HEADER, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for task, v in rows:
+        raw = v["raw"]
+        ci = raw.get("ci95", {}).get("accuracy")
+        acc = f"{raw['accuracy']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        if task == "code_search":
+            acc += " (R@1)"
+        b = base.get("all" if task == "**all**" else task)
+        permuted = v.get("permuted_mean")
+        out.append(f"| {task} | {raw['n']} | {raw['chance']:.2f} | {acc} | {cell(raw, 'balanced_accuracy')} | {cell(raw, 'top_share')} | "
+                   f"{cell(v.get('debiased'), 'accuracy')} | {cell(permuted, 'accuracy')} | {cell(permuted, 'flip_rate')} | "
+                   f"{cell(b, 'accuracy')} | {cell(b, 'invalid_json_rate')} |")
+    out += ["", _CALIBRATION_HEADER, "|---|---|---|---|---:|---:|"]
+    for task, v in rows:
+        raw, cal = v["raw"], v.get("calibrated_oof")
+        out.append(f"| {task} | {cell(raw, 'ece', 3)} → {cell(cal, 'ece', 3)} | {cell(raw, 'brier', 3)} → {cell(cal, 'brier', 3)} | "
+                   f"{cell(raw, 'nll', 3)} → {cell(cal, 'nll', 3)} | "
+                   f"{cell(raw, 'confident_error_rate', 3)} | {cell(raw, 'option_mass_mean', 3)} |")
+    return "\n".join(out)
+
+
+def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], path: Path | str, title: str = "") -> Path:
+    """Reliability diagram (top) and top-1 confidence histogram (bottom), one column per variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .calibration import N_BINS, compute_ece, compute_reliability
+
+    names = list(sets)
+    fig, axes = plt.subplots(2, len(names), figsize=(3.6 * len(names), 6.2), squeeze=False, gridspec_kw={"height_ratios": [3, 1.3]})
+    for col, name in enumerate(names):
+        conf, correct = sets[name]
+        bins = compute_reliability(conf, correct)
+        ax = axes[0][col]
+        ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
+        centers = [(b["lo"] + b["hi"]) / 2 for b in bins]
+        acc = [b["accuracy"] if b["count"] else 0.0 for b in bins]
+        ax.bar(centers, acc, width=1 / N_BINS, edgecolor="black", color="#4c72b0", alpha=0.8, label="accuracy")
+        filled = [b for b in bins if b["count"]]
+        ax.plot([b["confidence"] for b in filled], [b["accuracy"] for b in filled], "o", color="#dd8452", label="mean conf.")
+        for x, b in zip(centers, bins):  # a bar over one decision is noise: say how many it holds
+            if b["count"]:
+                ax.text(x, min(b["accuracy"], 0.9) + 0.02, str(b["count"]), ha="center", fontsize=7)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{name}\nECE {compute_ece(conf, correct):.3f}, n={len(conf)}", fontsize=10)
+        ax.set_xlabel("top-1 confidence")
+        if col == 0:
+            ax.set_ylabel("accuracy")
+            ax.legend(loc="upper left", fontsize=8, title="n = decisions per bin", title_fontsize=7)
+        hx = axes[1][col]
+        hx.hist(np.asarray(conf, dtype=float), bins=np.linspace(0, 1, N_BINS + 1), color="#55a868", edgecolor="black")
+        hx.set_xlim(0, 1)
+        hx.set_xlabel("top-1 confidence")
+        if col == 0:
+            hx.set_ylabel("decisions")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def collect_reliability_sets(report_decisions: Sequence["Decision"], variants: dict[str, Sequence["np.ndarray"]]) -> ReliabilitySets:
+    """(top-1 confidence, correct) per variant, ready for `plot_reliability`."""
+    import numpy as np
+
+    out = {}
+    for name, probs in variants.items():
+        conf = [float(np.max(p)) for p in probs]
+        correct = [int(np.argmax(p)) == d.label for p, d in zip(probs, report_decisions)]
+        out[name] = (conf, correct)
+    return out
+
+
+def variant_probabilities(
+    decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, folds: int, seed: int
+) -> dict[str, list["np.ndarray"]]:
+    """Recompute the per-decision probabilities of raw / debiased / out-of-fold calibrated (deterministic) for plots."""
+    from ..decision.readout import softmax
+    from .calibration import predict_out_of_fold, prior_remover
+
+    out: dict[str, list[Any]] = {"raw": [d.probabilities for d in decisions]}
+    base = prior_remover(priors)
+    if base is not None:
+        out["debiased"] = [softmax(base(d)) for d in decisions]
+    if "temperatures" in report:
+        out["calibrated (out of fold)"] = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=base)[0]
+    return out
+
+
+def reliability_sets(
+    decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None = None
+) -> ReliabilitySets:
+    """(confidence, correct) for raw, debiased and out-of-fold calibrated answers, with the report's folds and seed."""
+    options = report.get("options", {})
+    variants = variant_probabilities(decisions, report, priors, options.get("folds", 5), options.get("seed", 0))
+    return collect_reliability_sets(decisions, variants)

@@ -1,0 +1,79 @@
+"""Labeled JSON Lines (data/labeled/README.md): one decision request per line with its expected answers.
+
+`semif eval` reads its input here, and so does `tests/test_data_files.py`, which checks every
+committed set. A line is read with the adapter's JSON rules (`parse_json_bytes`) and validated as
+a request (`parse_request`), and every label must be a valid answer to its question. Standard
+library and the decision schema only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InvalidRequestError
+from ..jsonlines import read_lines
+
+__all__ = ["LabeledItem", "label_to_index", "read_labeled"]
+
+
+@dataclass
+class LabeledItem:
+    """One labeled request line: the request itself, and the expected answer per question id."""
+
+    id: str
+    group_id: str
+    task: str
+    request: dict[str, Any]
+    labels: dict[str, Any]
+
+
+def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[LabeledItem]:
+    """Labeled JSON Lines (see data/labeled/README.md); `limit` keeps the first N lines of each file."""
+    items: list[LabeledItem] = []
+    for path in paths:
+        path = Path(path)
+        lines = read_lines(path)
+        if limit is not None:
+            lines = lines[:max(limit, 0)]
+        items += [parse_labeled_line(path, number, line) for number, line in lines]
+    if not items:
+        raise InvalidRequestError("no labeled lines found", field="input")
+    return items
+
+
+def parse_labeled_line(path: Path, number: int, line: str) -> LabeledItem:
+    """One line of a labeled file; any error names `file:line`."""
+    from ..decision.schema import parse_json_bytes, parse_request
+
+    where = f"{path.name}:{number}"
+    try:
+        data = parse_json_bytes(line)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(f"{where}: {exc.message}", field="input") from None
+    if not isinstance(data, dict):
+        raise InvalidRequestError(f"{where}: a labeled line is a JSON object", field="input")
+    labels = data.get("labels")
+    if not isinstance(labels, dict) or not labels:
+        raise InvalidRequestError(f"{where}: a labeled line needs \"labels\": {{QID: expected}}", field="labels")
+    request = {k: v for k, v in data.items() if k in ("state", "questions")}
+    parsed = parse_request(request)
+    for qid, expected in labels.items():
+        if qid not in parsed.questions:
+            raise InvalidRequestError(f"{where}: label for unknown question {qid!r}", field=f"labels.{qid}")
+        label_to_index(parsed.questions[qid], expected, where)
+    item_id = str(data.get("id", f"{path.stem}-{number}"))
+    return LabeledItem(item_id, str(data.get("group_id", item_id)), str(data.get("task", path.stem)), request, labels)
+
+
+def label_to_index(question: Any, expected: Any, where: str = "") -> int:
+    """Index of the expected answer among the question's options (true=0/false=1, option name, level)."""
+    kind = question.type
+    if kind == "noul" and isinstance(expected, bool):
+        return 0 if expected else 1
+    if kind == "choice" and isinstance(expected, str) and expected in question.criteria:
+        return list(question.criteria).index(expected)
+    if kind == "score" and isinstance(expected, int) and not isinstance(expected, bool) and 0 <= expected < len(question.criteria):
+        return expected
+    raise InvalidRequestError(f"{where}: label {expected!r} is not a valid answer to a {kind} question", field="labels")
