@@ -13,7 +13,12 @@ from typing import Literal, get_args
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .processes import SAGEMAKER_KILL_AFTER_S
+
 ENV_PREFIX = "SEMIF_"
+# After the drain window (`drain_s`) uvicorn waits this much longer, then the worker's last decode
+# gets what is left; both end a second before SageMaker's SIGKILL (`serving.runner.Drain`).
+DRAIN_TAIL_S = 2.0
 
 Mode = Literal["fresh", "serial", "parallel"]
 MODES: tuple[str, ...] = get_args(Mode)  # the execution modes a request may ask for (see decision.engine)
@@ -80,7 +85,8 @@ class Settings(BaseSettings):
     api_key: str | None = Field(None, description="Bearer token checked when set (local use only).")
     queue_size: int = Field(64, ge=1, le=100000, description="Requests waiting for the worker before 503.")
     max_body_bytes: int = Field(6_291_456, ge=1024, description="SageMaker's real-time payload limit.")
-    drain_s: float = Field(25.0, gt=0, le=27, description="After SIGTERM, a request still unanswered this long gets a 503 shutting_down (SageMaker sends SIGKILL 30 s after SIGTERM).")
+    drain_s: float = Field(25.0, gt=0, le=SAGEMAKER_KILL_AFTER_S - DRAIN_TAIL_S - 1,
+                           description="After SIGTERM, a request still unanswered this long gets a 503 shutting_down (SageMaker sends SIGKILL 30 s after SIGTERM).")
     request_timeout_s: float = Field(55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
 
     # --- calibration and workshop ---

@@ -73,7 +73,7 @@ class AnsweringEngine:
     model_id = "fake"
 
     def score(self, request, mode=None):
-        from fake_engines import answer
+        from support.fake_engines import answer
 
         return answer(request)
 

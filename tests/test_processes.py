@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import free_port
+from support.servers import free_port
 
 from semif_lib.processes import ServerProcess, ServerStartError, ServerStartTimeout, is_answering, start_server
 

@@ -28,7 +28,6 @@ from ..arguments import add_engine_arguments, engine_overrides, run_command
 from ..decision.schema import DecisionRequest, DecisionResponse
 from ..errors import (
     InvalidRequestError,
-    ModelLoadError,
     SemifError,
     ServiceBusyError,
     ShuttingDownError,
@@ -37,7 +36,7 @@ from ..errors import (
 )
 from ..jsonlines import dump_records
 from ..settings import MODES, Settings, load_settings
-from .runner import KILL_AFTER_S, Drain, serve_uvicorn
+from .runner import Drain, serve_uvicorn
 from .wire import (
     CUSTOM_ATTRIBUTES_HEADER,
     HTTP_ERROR_TYPES,
@@ -58,7 +57,7 @@ from .wire import (
     read_custom_mode,
     read_limited_body,
 )
-from .worker import InferenceWorker, Job, WorkerFailedError
+from .worker import InferenceWorker, Job
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
@@ -106,7 +105,7 @@ def create_app(
             # uvicorn has already waited for in-flight requests (each answered, or a 503 once the drain window
             # closed); finish any queued job and close the engine. After SIGTERM, a decode whose request was
             # already answered 503 is not waited for beyond the window: the process exits well before SIGKILL.
-            left = drain.left(min(drain.window_s + 2, KILL_AFTER_S - 1))
+            left = drain.left(drain.worker_budget_s)
             await asyncio.to_thread(worker.stop, 60.0 if left is None else max(0.5, left))
 
     app = FastAPI(
@@ -173,13 +172,12 @@ def _add_sagemaker_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
 
     @app.get("/ping", summary="Health check: 200 once the model is loaded", responses={503: {"model": ErrorBody}})
     async def ping() -> Any:
-        if worker.death is not None:
-            return error_response(WorkerFailedError(f"the inference worker stopped ({type(worker.death).__name__}); the server is exiting"))
-        if worker.ready.is_set():
-            return {"status": "ok", "model": getattr(worker.engine, "model_id", None), "queued": worker.queued, "pending": worker.pending}
-        if worker.load_error is not None:
-            return error_response(ModelLoadError(f"the model failed to load: {getattr(worker.load_error, 'message', worker.load_error)}"))
-        return JSONResponse({"status": "loading"}, status_code=503, headers={"Retry-After": "2"})
+        if worker.loading:
+            return JSONResponse({"status": "loading"}, status_code=503, headers={"Retry-After": "2"})
+        error = worker.unavailable()  # the worker died, or the model failed to load: the worker's own words
+        if error is not None:
+            return error_response(error)
+        return {"status": "ok", "model": getattr(worker.engine, "model_id", None), "queued": worker.queued, "pending": worker.pending}
 
     @app.get("/execution-parameters", response_model=ExecutionParameters, summary="Batch Transform defaults")
     async def execution_parameters() -> Any:
@@ -299,10 +297,10 @@ def _add_systemone_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
              responses={401: {"model": ErrorBody}, 503: {"model": ErrorBody}})
     async def models(request: Request) -> Any:
         _check_auth(request, settings)
-        engine = worker.engine
-        if engine is None:
-            raise ServiceBusyError("the model is still loading; retry shortly", retry_after=2)
-        return ModelList(models=[describe_model(engine)])
+        error = worker.unavailable()
+        if error is not None:
+            raise error
+        return ModelList(models=[describe_model(worker.engine)])
 
 
 def _install_openapi(app: "FastAPI") -> None:

@@ -4,9 +4,9 @@ The llama context is not thread-safe, so one worker thread loads it, owns it and
 HTTP handlers only parse and validate, then hand requests to that worker through a bounded
 queue and await a future: the event loop never runs inference, so `/ping` answers in
 milliseconds while a decision is being computed. The worker drains everything queued at once
-and scores it with `engine.score_batch` (small requests' branches decode in one batch), answering
-each request as soon as its round is done; a full queue answers 503 with `Retry-After` instead of
-letting clients time out.
+and hands it to `engine.score_batch`, whose planner (`plan_rounds`) decides which requests share
+a round within the KV cells and the round's token budget; each request is answered as soon as
+its round is done. A full queue answers 503 with `Retry-After` instead of letting clients time out.
 
 Nothing here knows HTTP: a `Job` carries parsed requests in and `resolve_job` hands the
 results back to the event loop that is awaiting them.
@@ -32,11 +32,9 @@ from ..decision.schema import DecisionRequest, DecisionResponse
 from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError
 from ..settings import Settings
 
-__all__ = ["MAX_BATCH_REQUESTS", "InferenceWorker", "Job", "WorkerFailedError", "resolve_job"]
+__all__ = ["InferenceWorker", "Job", "WorkerFailedError", "resolve_job"]
 
 log = logging.getLogger("semif.adapter")  # the adapter's logger name, shared with `app`
-
-MAX_BATCH_REQUESTS = 8  # requests handed to one score_batch call; bounds the KV cells held at once
 
 
 class WorkerFailedError(ServiceBusyError):
@@ -111,13 +109,25 @@ class InferenceWorker:
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, job: Job) -> None:
+    @property
+    def loading(self) -> bool:
+        """The model is still loading (neither ready nor failed)."""
+        return not self.ready.is_set() and self.load_error is None and self.death is None
+
+    def unavailable(self) -> SemifError | None:
+        """Why no request can be taken now, as the error a client gets (`/ping` and `submit` both say it); None when ready."""
         if self.death is not None:
-            raise WorkerFailedError(f"the inference worker stopped ({type(self.death).__name__}); the server is exiting")
-        if not self.ready.is_set():
-            if self.load_error is not None:
-                raise ModelLoadError(f"the model failed to load: {self.load_error}")
-            raise ServiceBusyError("the model is still loading; retry shortly", retry_after=2)
+            return WorkerFailedError(f"the inference worker stopped ({type(self.death).__name__}); the server is exiting")
+        if self.ready.is_set():
+            return None
+        if self.load_error is not None:
+            return ModelLoadError(f"the model failed to load: {getattr(self.load_error, 'message', self.load_error)}")
+        return ServiceBusyError("the model is still loading; retry shortly", retry_after=2)
+
+    def submit(self, job: Job) -> None:
+        error = self.unavailable()
+        if error is not None:
+            raise error
         with self._cond:
             if self._closing:
                 raise ShuttingDownError("the server is shutting down (SIGTERM); retry (another instance will answer)", retry_after=1)
@@ -224,10 +234,11 @@ class InferenceWorker:
             self.on_death(exc)
 
     def _process(self, jobs: list[Job]) -> None:
-        """Score every queued job; requests of the same mode share `score_batch` calls.
+        """Score every queued job; the requests of one mode go to the engine in one `score_batch` call.
 
-        A job is answered as soon as its last request is scored (the engine reports each round),
-        not when the whole drained queue is done.
+        How many share a round is the engine's planner's decision (KV cells, the round's token
+        budget), not the worker's. A job is answered as soon as its last request is scored (the
+        engine reports each round), not when the whole drained queue is done.
         """
         results: dict[int, list[Any]] = {id(job): list(job.items) for job in jobs}
         left = {id(job): sum(isinstance(item, DecisionRequest) for item in job.items) for job in jobs}
@@ -246,14 +257,11 @@ class InferenceWorker:
                 self._answer(job, results[id(job)])
 
         for mode, slots in by_mode.items():
-            for start in range(0, len(slots), MAX_BATCH_REQUESTS):
-                chunk = slots[start:start + MAX_BATCH_REQUESTS]
-                self._score_chunk([job.items[k] for job, k in chunk], mode,
-                                  lambda i, out, chunk=chunk: record(*chunk[i], out))
+            self._score_requests([job.items[k] for job, k in slots], mode, lambda i, out, slots=slots: record(*slots[i], out))
         for job in jobs:  # normally all answered already; never leave one waiting
             self._answer(job, results[id(job)])
 
-    def _score_chunk(self, requests: list[DecisionRequest], mode: str | None,
+    def _score_requests(self, requests: list[DecisionRequest], mode: str | None,
                      deliver: Callable[[int, Any], None]) -> None:
         """Score `requests` and `deliver(i, result)` each as soon as it is final.
 
