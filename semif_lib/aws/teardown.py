@@ -1,4 +1,6 @@
-"""How each kind of recorded resource is deleted (used by `workshop.cleanup`, newest first).
+"""How each kind of AWS resource a run recorded is deleted (`targets.AwsTarget.delete_resource`, which
+`workshop.cleanup` calls newest first; the processes and containers on this machine are the local
+targets' to stop).
 
 Each deleter returns True when it removed something and False when the resource was already
 gone; `KeptResource` means it stays on purpose (a bucket other runs still use); anything else
@@ -11,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..processes import stop_process
+from ..registry import KeptResource
 from ..settings import Settings
 from .clients import DENIED_CODES, error_code, is_not_found, make_client
 
@@ -23,7 +25,7 @@ def _gone(call: Callable[[], Any]) -> bool:
     try:
         call()
         return True
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_not_found(exc):
             return False
         raise
@@ -38,7 +40,7 @@ def _delete_log_group(name: str, settings: Settings) -> None:
     (AmazonSageMakerFullAccess has no logs:DeleteLogGroup); the resource it belonged to is gone either way."""
     try:
         _gone(lambda: _client("logs", settings).delete_log_group(logGroupName=name))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if error_code(exc) not in DENIED_CODES:
             raise
 
@@ -71,7 +73,7 @@ def delete_transform_job(entry: dict[str, Any], settings: Settings) -> bool:
     sm = _client("sagemaker", settings)
     try:
         status = sm.describe_transform_job(TransformJobName=entry["name"])["TransformJobStatus"]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_not_found(exc):
             return False
         raise
@@ -94,7 +96,7 @@ def delete_iam_role(entry: dict[str, Any], settings: Settings) -> bool:
     name = entry["name"]
     try:
         policies = iam.list_role_policies(RoleName=name)["PolicyNames"]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_not_found(exc):
             return False
         raise
@@ -104,10 +106,6 @@ def delete_iam_role(entry: dict[str, Any], settings: Settings) -> bool:
         iam.detach_role_policy(RoleName=name, PolicyArn=attached["PolicyArn"])
     iam.delete_role(RoleName=name)
     return True
-
-
-class KeptResource(Exception):
-    """A recorded resource that cleanup leaves in place on purpose (the message says why)."""
 
 
 def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
@@ -121,7 +119,7 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
     bucket = entry["name"]
     try:
         listing = s3.list_objects_v2(Bucket=bucket, MaxKeys=1)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_not_found(exc):
             return False
         raise
@@ -129,7 +127,7 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
         raise KeptResource(f"kept: it holds other runs' objects (first: {listing['Contents'][0]['Key']})")
     try:
         s3.delete_bucket(Bucket=bucket)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_not_found(exc):
             return False
         if error_code(exc) == "BucketNotEmpty":  # object versions or a write that just arrived
@@ -138,27 +136,6 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
             raise KeptResource("kept, empty: no s3:DeleteBucket permission (delete it in the S3 console, "
                                "or attach container/iam/workshop-caller-policy.json)") from None
         raise
-    return True
-
-
-def delete_local_process(entry: dict[str, Any], settings: Settings) -> bool:
-    import os
-    pid = int(entry["pid"])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return stop_process(pid)
-
-
-def delete_local_container(entry: dict[str, Any], settings: Settings) -> bool:
-    """Stop a container the `container` target started (SIGTERM, SIGKILL after 30 s) and remove it."""
-    from ..containers import ContainerRuntime, RunningContainer
-
-    runtime = ContainerRuntime(entry["runtime"])
-    if runtime.run("container", "inspect", entry["name"], check=False).returncode != 0:
-        return False
-    RunningContainer(runtime, entry["name"], entry.get("image", ""), entry.get("url", "")).stop()
     return True
 
 
@@ -173,8 +150,6 @@ DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
     "iam_role": delete_iam_role,
     "s3_object": lambda e, s: _gone(lambda: _client("s3", s).delete_object(Bucket=e["bucket"], Key=e["key"])),
     "s3_bucket": delete_s3_bucket,
-    "local_process": delete_local_process,
-    "local_container": delete_local_container,
 }
 
 

@@ -1,0 +1,40 @@
+"""What the workshop notebooks call besides `workshop`, one module per job:
+
+- `display`: the notebook's settings for its `TARGET` (paths anchored at the repository root) and
+  the line it prints first (`load_notebook_settings`, `show_target`, `show_errors_briefly`);
+- `data`: the repository's data files (`read_examples`, `load_workload_request`, `data_path`);
+- `tables`: answers, JSON Lines records, two responses compared, the permission check;
+- `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
+- `build_context`: notebook 03's static check of `container/` (`inspect_build_context`);
+- `stop_local_servers` (from `semif_lib.targets`): stop the servers this run started here, keep the rest.
+
+Notebooks use `from semif_lib import notebook` and call `notebook.<name>`. pandas, ipywidgets and
+matplotlib are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+from ..targets import stop_local_servers
+from .build_context import inspect_build_context
+from .data import data_path, load_workload_request, read_examples
+from .display import describe_target, find_repo_root, load_notebook_settings, show_errors_briefly, show_target
+from .form import DecisionForm
+from .tables import compare_answers, tabulate_answers, tabulate_permissions, tabulate_records
+
+__all__ = [
+    "DecisionForm",
+    "compare_answers",
+    "data_path",
+    "describe_target",
+    "find_repo_root",
+    "inspect_build_context",
+    "load_notebook_settings",
+    "load_workload_request",
+    "read_examples",
+    "show_errors_briefly",
+    "show_target",
+    "stop_local_servers",
+    "tabulate_answers",
+    "tabulate_permissions",
+    "tabulate_records",
+]

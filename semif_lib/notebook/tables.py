@@ -1,0 +1,80 @@
+"""Answers as tables: one row per question, per request, or per question of two responses side by side;
+and notebook 01's permission check. pandas is imported inside each function."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["compare_answers", "decision_of", "tabulate_answers", "tabulate_permissions", "tabulate_records"]
+
+
+def _answers(response: Any) -> dict[str, Any]:
+    from ..measurement.plots import response_dict
+
+    return response_dict(response).get("answers", {})
+
+
+def decision_of(answer: Mapping[str, Any]) -> Any:
+    """The decision an answer carries: P(yes) for a yes/no, the option for a choice, the expected level for a score."""
+    return {"noul": answer.get("noul"), "choice": answer.get("choice"), "score": answer.get("score")}.get(answer.get("type"))
+
+
+def tabulate_answers(response: Any) -> "pd.DataFrame":
+    """One row per question: the decision, its confidence, option mass and every P(option)."""
+    import pandas as pd
+
+    rows = []
+    for qid, answer in _answers(response).items():
+        probs = answer.get("probabilities", {})
+        rows.append({"question": qid, "type": answer.get("type"), "answer": decision_of(answer),
+                     "confidence": answer.get("confidence", max(probs.values(), default=None)),
+                     "option_mass": answer.get("option_mass"),
+                     "probabilities": ", ".join(f"{k}={v:.3f}" for k, v in probs.items())})
+    return pd.DataFrame(rows).set_index("question") if rows else pd.DataFrame(rows)
+
+
+def tabulate_records(records: Any) -> "pd.DataFrame | str":
+    """Responses of a JSON Lines run as one row per request id and one column per question
+    (the decision); an S3 URI (what Batch Transform returns) is passed through."""
+    import pandas as pd
+
+    if isinstance(records, str):
+        return records
+    rows = {}
+    for record in records:
+        if "error" in record:
+            rows[record.get("id")] = {"error": record["error"].get("message", record["error"])}
+        else:
+            rows[record.get("id")] = {qid: decision_of(a) for qid, a in record.get("answers", {}).items()}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
+    """Per question: both argmaxes, whether they agree, and max |Δp| between the two responses."""
+    import pandas as pd
+
+    ref, oth = _answers(reference), _answers(other)
+    rows = []
+    for qid, a in ref.items():
+        b = oth.get(qid, {})
+        pa, pb = a.get("probabilities", {}), b.get("probabilities", {})
+        top_a = max(pa, key=pa.get) if pa else None
+        top_b = max(pb, key=pb.get) if pb else None
+        dp = max((abs(pa[k] - pb.get(k, 0.0)) for k in pa), default=float("nan"))
+        rows.append({"question": qid, "reference": top_a, "other": top_b, "same_argmax": top_a == top_b, "max_abs_dp": round(dp, 4)})
+    return pd.DataFrame(rows).set_index("question") if rows else pd.DataFrame(rows)
+
+
+def tabulate_permissions(check: Any) -> "pd.DataFrame | None":
+    """Notebook 01's permission check (`aws.preflight.PermissionCheck`) as one table: step, action,
+    resource, allowed (yes / NO / ?), and how it was checked. None in local mode."""
+    if check is None:
+        return None
+    import pandas as pd
+
+    mark = {True: "yes", False: "NO", None: "?"}
+    rows = [{**row, "allowed": mark[row["allowed"]]} for row in check.rows]
+    return pd.DataFrame(rows, columns=["step", "action", "allowed", "how", "resource"])

@@ -1,0 +1,163 @@
+"""What the two targets on this machine share: `local` runs the servers as processes, `container` as
+images. Both read the model from `model.tar.gz` unpacked as SageMaker unpacks it into `/opt/ml/model`,
+listen where `SEMIF_LOCAL_{DECISION,TEXT}_URL` say, and are answered over HTTP with the same bytes
+an endpoint gets. Neither needs an AWS account.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator, Mapping
+
+from ..errors import SemifError
+from ..jsonlines import split_lines
+from ..registry import WorkshopState
+from ..settings import Settings
+
+__all__ = ["LocalServerError", "MachineTarget", "check_port_free", "extract_model_package", "port_of"]
+
+
+class LocalServerError(SemifError):
+    """A local server (`semif serve`, `semif serve-text`) could not start; the message says what to do."""
+
+    status_code = 503
+    error_type = "local_server_failed"
+
+
+def port_of(url: str) -> tuple[str, int]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 80
+
+
+def _bind_error(host: str, port: int) -> OSError | None:
+    """Why `host:port` cannot be listened on, or None when it can (as uvicorn binds: a port in TIME_WAIT is free)."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc
+    return None
+
+
+def check_port_free(kind: str, url: str, what: str) -> None:
+    """Fail before starting anything when another program holds the port (uvicorn would exit with a traceback)."""
+    import errno
+    import socket
+
+    from ..settings import env_names
+
+    host, port = port_of(url)
+    error = _bind_error(host, port)
+    if error is None:
+        return
+    variable = env_names()[f"local_{kind}_url"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    if error.errno == errno.EADDRINUSE:
+        raise LocalServerError(f"port {port} is in use by another program, so {what} cannot listen on {url}: "
+                               f"stop that program, or set {variable}=http://127.0.0.1:{free} (a free port; in a notebook "
+                               f"`%env {variable}=...`, then rerun the settings cell)", field=f"local_{kind}_url")
+    raise LocalServerError(f"{what} cannot listen on {url} ({error.strerror}): "
+                           f"set {variable} to a loopback URL such as http://127.0.0.1:{free}", field=f"local_{kind}_url")
+
+
+def extract_model_package(tarball: Path | str, dest: Path | str) -> Path:
+    """Unpack `model.tar.gz` into `dest` as SageMaker unpacks ModelDataUrl into /opt/ml/model."""
+    import tarfile
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball, "r:gz", copybufsize=8 << 20) as tar:
+        try:
+            tar.extractall(dest, filter="data")
+        except TypeError:  # Python < 3.11.4: no extraction filters; our tarballs hold one regular file
+            if any(not m.isfile() or "/" in m.name or m.name.startswith(".") for m in tar.getmembers()):
+                raise ValueError(f"{tarball} holds more than plain files at its root") from None
+            tar.extractall(dest)
+    return dest
+
+
+def _post(url: str, body: bytes, content_type: str, accept: str = "application/json", timeout: float = 300.0) -> bytes:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type, "Accept": accept})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace")
+        raise RuntimeError(f"{url} answered {exc.code}: {detail}") from None
+
+
+class MachineTarget:
+    """The steps `local` and `container` answer alike: HTTP to a server on this machine, nothing to upload,
+    scale or check permissions for. Subclasses start the servers (`deploy_*`) and stop them."""
+
+    name: ClassVar[str]
+    kinds: ClassVar[frozenset[str]]
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(target={self.name!r})"
+
+    def region(self) -> str | None:
+        return None
+
+    def check_permissions(self, state: WorkshopState, log: Callable[[str], None]) -> None:
+        log(f"target={self.name}: no AWS account or permissions needed")
+        return None
+
+    def publish_model(self, package: Any, state: WorkshopState, progress: bool) -> dict[str, Any]:
+        return {}  # the tarball's file:// URL stays the model_data_url
+
+    def model_dir(self, state: WorkshopState) -> Path:
+        """The packaged model unpacked as `/opt/ml/model` (once per tarball)."""
+        info = state.require("model_package", "01_package_gguf_to_s3 (workshop.package_model)")
+        dest = Path(self.settings.state_file).parent / "opt-ml-model" / info["sha256"][:12]
+        if not any(dest.glob("*.gguf")):
+            extract_model_package(info["tarball"], dest)
+        return dest
+
+    def text_env(self, llama_settings: Mapping[str, Any] | None) -> dict[str, str]:
+        """`SM_LLAMA_CPP_*` for the text server: the DLC variant's defaults merged with `llama_settings`."""
+        from ..aws.deployment import text_settings
+        from ..llama_flags import build_sm_env
+
+        return build_sm_env(text_settings(self.settings.dlc_variant, llama_settings))
+
+    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
+        query = f"?mode={mode}" if mode else ""
+        return json.loads(_post(f"{endpoint}/invocations{query}", body, "application/json"))
+
+    def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
+        return json.loads(_post(f"{endpoint}/invocations", body, "application/json"))
+
+    def stream_chat(self, endpoint: str, body: bytes) -> Iterator[str]:
+        import urllib.request
+
+        from ..aws.deployment import iter_chat_deltas, iter_sse_events
+
+        req = urllib.request.Request(f"{endpoint}/invocations", data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+        with urllib.request.urlopen(req, timeout=300) as resp:
+            chunks = iter(lambda: resp.read1(65536), b"")
+            yield from iter_chat_deltas(iter_sse_events(chunks))
+
+    def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> list[dict[str, Any]]:
+        endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
+        out = _post(f"{endpoint}/invocations", body, "application/jsonlines", accept="application/jsonlines")
+        return [json.loads(line) for _, line in split_lines(out.decode("utf-8"))]
+
+    def enable_autoscaling(self, state: WorkshopState, min_instances: int, max_instances: int,
+                           invocations_per_instance: float) -> None:
+        return None
