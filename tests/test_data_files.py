@@ -4,8 +4,9 @@ The JSON Lines files are the source of truth, edited by hand (tools/provenance/R
 they were first made). Request files are read the way the benchmarks and notebooks read them
 (`read_records`), and each line also passes the adapter's strict JSON rules (`parse_json_bytes`:
 no duplicate keys, no NaN). Labeled sets go through `semif eval`'s reader (`read_labeled`). Every
-request must pass the schema (`parse_request`) and the `Settings` limits the engine enforces
-with a 413: questions per request, options per choice question, and body size.
+request must pass the schema (`parse_request`) and the `Settings` limits that request preparation
+and the adapter enforce with a 413 (`semif_lib.limits`): questions per request, options per choice
+question, and body size.
 """
 
 import json
@@ -15,7 +16,9 @@ import re
 import pytest
 
 from semif_lib.decision.schema import parse_json_bytes, parse_request
+from semif_lib.errors import PayloadTooLargeError
 from semif_lib.jsonlines import dump_record, read_lines, read_records
+from semif_lib.limits import check_limit, check_question_counts
 from semif_lib.measurement.labeled import label_to_index, read_labeled
 
 from conftest import DATA
@@ -37,14 +40,13 @@ def limits():
 
 
 def check_request(record, limits, where):
-    """`record` passes the schema and every request limit in `Settings`; returns the parsed request."""
+    """`record` passes the schema and every request limit in `Settings` (a 413 names the file and line); returns the parsed request."""
     request = parse_request(record)
-    assert len(request.questions) <= limits.max_questions, f"{where}: {len(request.questions)} questions"
-    for qid, question in request.questions.items():
-        if question.type == "choice":
-            assert len(question.criteria) <= limits.max_options, f"{where}[{qid}]: {len(question.criteria)} options"
-    size = len(dump_record(record).encode("utf-8"))
-    assert size <= limits.max_body_bytes, f"{where}: {size} bytes"
+    try:
+        check_question_counts(request.questions, max_questions=limits.max_questions, max_options=limits.max_options)
+        check_limit("max_body_bytes", len(dump_record(record).encode("utf-8")), limits.max_body_bytes, field="body")
+    except PayloadTooLargeError as exc:
+        pytest.fail(f"{where}: {exc.message}")
     return request
 
 
