@@ -2,20 +2,20 @@
 
 Each server reads the unpacked `model.tar.gz` the way the container reads `/opt/ml/model`, is
 recorded in the state file as a `local_process` (its pid, URL and log), and is stopped with SIGTERM
-(SIGKILL after SageMaker's 30 s) by `delete_resource`. Nothing here imports the AWS wing but the
-DLC's text defaults and the chat stream parser (`MachineTarget`).
+(SIGKILL after SageMaker's 30 s) by `delete_resource`, by pid: a later kernel stops what an earlier
+one started. Servers start through the one harness, `processes.ServerProcess`. Nothing here imports
+the AWS wing but the DLC's text defaults and the chat stream parser (`MachineTarget`).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping
 
-from ..processes import is_answering, stop_process, wait_for_ping
+from ..processes import ServerProcess, ServerStartError, ServerStartTimeout, is_answering, stop_process
 from ..registry import WorkshopState, settings_and_state
 from ..settings import Settings
 from .machine import LocalServerError, MachineTarget, check_port_free, port_of
@@ -30,30 +30,30 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else "(nothing logged)"
 
 
-def _wait_until_serving(kind: str, url: str, process: subprocess.Popen, timeout_s: float, log_path: Path) -> None:
+def _wait_until_serving(kind: str, server: ServerProcess, timeout_s: float) -> None:
     """Wait for `/ping` with a progress bar (a widget in JupyterLab, stderr elsewhere); a failure is one line."""
     from tqdm.auto import tqdm
 
-    command = f"semif {LOCAL_SERVERS[kind]}"
+    command, url = f"semif {LOCAL_SERVERS[kind]}", server.url
     deadline = time.monotonic() + timeout_s
     with tqdm(total=None, desc=f"starting {command} on {url}", bar_format="{desc}: {elapsed}", file=sys.stderr,
               dynamic_ncols=True) as bar:  # dynamic: a full-width widget in JupyterLab, not a 20 px box
         try:
             while True:
                 try:
-                    wait_for_ping(url, min(1.0, max(0.1, deadline - time.monotonic())), process)
+                    server.wait_until_ready(min(1.0, max(0.1, deadline - time.monotonic())))
                     bar.set_description_str(f"{command} answers on {url}", refresh=False)
                     bar.total = 1  # a full bar once it answers (an unknown total draws an empty one)
                     bar.update(1)
                     return
-                except TimeoutError:
+                except ServerStartTimeout:
                     if time.monotonic() >= deadline:
                         raise LocalServerError(f"`{command}` did not answer {url}/ping within {timeout_s:.0f} s: "
-                                               f"its log is {log_path}") from None
+                                               f"its log is {server.log_path}") from None
                     bar.refresh()
-                except RuntimeError:  # the process exited
-                    raise LocalServerError(f"`{command}` stopped before answering on {url} (exit code {process.returncode}): "
-                                           f"{_last_line(log_path)} [log: {log_path}]") from None
+                except ServerStartError as exc:  # the process exited
+                    raise LocalServerError(f"`{command}` stopped before answering on {url} (exit code {exc.exit_code}): "
+                                           f"{_last_line(server.log_path)} [log: {server.log_path}]") from None
         except BaseException:
             bar.leave = False  # no finished-looking bar above the error
             raise
@@ -83,16 +83,13 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
         child_env["SEMIF_MODEL_DIR"] = str(model_dir)
         child_env.pop("SEMIF_MODEL_PATH", None)
     log_path = Path(settings.state_file).parent / f"{kind}-server.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = log_path.open("ab")
-    process = subprocess.Popen([sys.executable, "-m", "semif_lib.cli", LOCAL_SERVERS[kind], "--host", host, "--port", str(port)],
-                               env=child_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    state.record("local_process", f"{kind}-server", pid=process.pid, url=url, log=str(log_path))
+    argv = [sys.executable, "-m", "semif_lib.cli", LOCAL_SERVERS[kind], "--host", host, "--port", str(port)]
+    server = ServerProcess(argv, url, env=child_env, log_path=log_path).start()
+    state.record("local_process", f"{kind}-server", pid=server.pid, url=url, log=str(log_path))  # before the wait: cleanup finds it
     try:
-        _wait_until_serving(kind, url, process, timeout_s, log_path)
+        _wait_until_serving(kind, server, timeout_s)
     except BaseException:
-        stop_process(process.pid)
+        server.stop()
         state.forget("local_process", f"{kind}-server")
         raise
     return url
