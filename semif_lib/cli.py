@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from .arguments import add_engine_arguments, engine_overrides, run_command
 from .errors import SemifError
-from .jsonlines import dump_record, read_lines
+from .jsonlines import dump_record, error_record, iter_records, read_lines
 from .settings import MODES, Settings, load_settings
 
 
@@ -28,19 +28,18 @@ def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progre
     """
     from tqdm import tqdm
 
-    from .decision.schema import parse_json_bytes
+    from .decision.schema import parse_json_bytes, parse_request
+    from .serving.wire import dump_response
 
     results = []
-    for number, line in tqdm(lines, desc=f"scoring ({mode})", unit="req", file=sys.stderr, disable=not progress):
-        record_id: Any = f"line-{number}"
+    records = iter_records(lines, parse_json_bytes, parse_request)  # as the adapter reads a JSON Lines body
+    for rid, item in tqdm(records, total=len(lines), desc=f"scoring ({mode})", unit="req", file=sys.stderr, disable=not progress):
         try:
-            data = parse_json_bytes(line)
-            if isinstance(data, dict):
-                record_id = data.get("id", record_id)
-            response = engine.score(data, mode=mode)
-            record = {"id": record_id, **response.model_dump(mode="json")}
+            if isinstance(item, SemifError):
+                raise item
+            record = dump_response(engine.score(item, mode=mode), rid)
         except SemifError as exc:
-            record = {"id": record_id, **exc.to_body(), "status": exc.status_code}
+            record = error_record(exc, rid)
         results.append(record)
         if on_result is not None:
             on_result(record)

@@ -5,6 +5,10 @@ may sit unescaped inside a JSON string (the adapter writes with `ensure_ascii=Fa
 reader built on it cuts a record in two. Every reader and writer in the project goes through
 this module: the adapter's request bodies and responses, `semif score`, `semif eval`, the
 benchmark workload and the workshop's local Batch Transform stand-in.
+
+A file or body of requests is read one way too (`iter_records`): each line parsed on its own, a
+bad line becoming that line's error record (`error_record`), with the record's `id`, else
+`line-N` (`record_id`); and bytes become text through `decode_utf8` only.
 """
 
 from __future__ import annotations
@@ -12,11 +16,32 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from .errors import InvalidRequestError
+from .errors import InvalidRequestError, SemifError
 
-__all__ = ["dump_record", "dump_records", "read_lines", "read_records", "split_lines", "write_records"]
+__all__ = [
+    "decode_utf8",
+    "dump_record",
+    "dump_records",
+    "error_record",
+    "iter_records",
+    "read_lines",
+    "read_records",
+    "record_id",
+    "split_lines",
+    "write_records",
+]
+
+T = TypeVar("T")
+
+
+def decode_utf8(data: bytes, what: str = "body", field: str = "body") -> str:
+    """`data` as text; anything but UTF-8 is a 400 naming `what` and the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"{what} is not UTF-8 text (byte {exc.start})", field=field) from None
 
 
 def split_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -32,11 +57,9 @@ def read_lines(path: Path | str) -> list[tuple[int, str]]:
     A missing, unreadable or non-UTF-8 file is an `InvalidRequestError` naming it (one line on the CLI).
     """
     try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_bytes().decode("utf-8")
+        text = sys.stdin.read() if str(path) == "-" else decode_utf8(Path(path).read_bytes(), what=str(path), field="input")
     except FileNotFoundError:
         raise InvalidRequestError(f"{path}: no such file", field="input") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidRequestError(f"{path}: not UTF-8 text (byte {exc.start})", field="input") from None
     except OSError as exc:
         raise InvalidRequestError(f"{path}: cannot read it ({exc.strerror})", field="input") from None
     return list(split_lines(text))
@@ -52,6 +75,33 @@ def read_records(path: Path | str) -> list[Any]:
             raise InvalidRequestError(f"{path}:{number}: not valid JSON ({getattr(exc, 'msg', None) or type(exc).__name__})",
                                       field="input") from None
     return records
+
+
+def record_id(data: Any, number: int) -> Any:
+    """A request record's id: its own `"id"`, else `line-N` (its 1-based line number)."""
+    return data["id"] if isinstance(data, dict) and "id" in data else f"line-{number}"
+
+
+def error_record(exc: SemifError, rid: Any) -> dict[str, Any]:
+    """A record's error line: its id, the error body and the status it would have had alone."""
+    return {"id": rid, **exc.to_body(), "status": exc.status_code}
+
+
+def iter_records(lines: Iterable[tuple[int, str]], load: Callable[[str], Any],
+                 validate: Callable[[Any], T]) -> Iterator[tuple[Any, T | SemifError]]:
+    """`(id, validate(load(line)))` for each numbered line; a line that fails yields its `SemifError` instead.
+
+    `load` parses one line (strict JSON), `validate` turns the value into a request; the id is
+    read between the two, so a record that parses but is refused keeps its own id.
+    """
+    for number, line in lines:
+        rid: Any = f"line-{number}"
+        try:
+            data = load(line)
+            rid = record_id(data, number)
+            yield rid, validate(data)
+        except SemifError as exc:
+            yield rid, exc
 
 
 def dump_record(record: Any) -> str:

@@ -15,6 +15,7 @@ from semif_lib.processes import SAGEMAKER_KILL_AFTER_S
 from semif_lib.serving.runner import Drain
 from semif_lib.serving.worker import InferenceWorker, Job, WorkerFailedError
 from semif_lib.settings import Settings
+
 from support.fake_engines import answer
 
 REQUEST = parse_request({"state": "s", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}})

@@ -93,10 +93,10 @@ class RecordingEngine:
         pass
 
     def score(self, data, mode=None):
-        from semif_lib.decision.schema import DecisionResponse, parse_request
+        from semif_lib.decision.schema import DecisionRequest, DecisionResponse, parse_request
 
         self.modes.append(mode)
-        request = parse_request(data)
+        request = data if isinstance(data, DecisionRequest) else parse_request(data)  # as DecisionEngine.score
         answers = {qid: {"type": "noul", "noul": 0.5, "probabilities": {"true": 0.5, "false": 0.5}, "option_mass": 1.0}
                    for qid in request.questions}
         return DecisionResponse.model_validate({"model": "fake", "answers": answers, "usage": {"input_tokens": 1},
@@ -142,4 +142,5 @@ def test_no_flag_repeats_a_settings_default():
     # their results; they are not the product's settings.
     pinned = {"semif bench peer --n-ctx": 16384, "semif bench peer --port": 18190, "semif bench peer --threads": 2,
               "semif bench robustness --port": 18090, "semif bench robustness --threads": 2}
-    assert {name: default for name, default in flags.items() if default is not None} == pinned
+    repeated = {name: default for name, default in flags.items() if default is not None}
+    assert {name: default for name, default in repeated.items() if pinned.get(name) != default} == {}

@@ -42,3 +42,35 @@ def test_labeled_sets_read_through_the_same_reader(tmp_path):
     path = tmp_path / "labeled.jsonl"
     path.write_text(dump_records([line, {**line, "id": "z"}]), encoding="utf-8")
     assert [item.id for item in read_labeled([path])] == ["x\u2028y", "z"]
+
+
+def test_request_lines_are_read_one_way_a_bad_line_is_its_own_error_record():
+    """The CLI and the adapter's JSON Lines body both read requests with `iter_records`."""
+    from semif_lib.decision.schema import parse_json_bytes, parse_request
+    from semif_lib.errors import SemifError
+    from semif_lib.jsonlines import error_record, iter_records
+
+    good = {"id": "g", "state": "s", "questions": {"q": {"type": "noul", "instructions": "ok?"}}}
+    lines = [(1, json.dumps(good)), (3, "not json"), (4, '{"id": 7, "state": "s", "questions": {}}'),
+             (5, json.dumps({k: v for k, v in good.items() if k != "id"}))]
+    records = list(iter_records(lines, parse_json_bytes, parse_request))
+    assert [rid for rid, _ in records] == ["g", "line-3", 7, "line-5"]
+    assert [isinstance(item, SemifError) for _, item in records] == [False, True, True, False]
+    bad = error_record(records[2][1], 7)
+    assert bad == {"id": 7, "error": {"type": "invalid_request", "message": bad["error"]["message"], "field": "questions"},
+                   "status": 400}
+
+
+def test_bytes_that_are_not_utf8_are_one_400_wherever_they_arrive(tmp_path):
+    from semif_lib.decision.schema import parse_json_bytes
+    from semif_lib.jsonlines import decode_utf8
+    from semif_lib.serving.wire import parse_jsonlines_body
+
+    latin1 = '{"state": "caf\xe9"}'.encode("latin-1")
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(latin1)
+    for call, what in ((lambda: decode_utf8(latin1), "body"), (lambda: parse_json_bytes(latin1), "body"),
+                       (lambda: parse_jsonlines_body(latin1), "body"), (lambda: read_lines(path), str(path))):
+        with pytest.raises(InvalidRequestError) as info:
+            call()
+        assert info.value.message == f"{what} is not UTF-8 text (byte 14)"

@@ -10,9 +10,10 @@ import sys
 import time
 
 import pytest
-from support.servers import free_port
 
 from semif_lib.processes import ServerProcess, ServerStartError, ServerStartTimeout, is_answering, start_server
+
+from support.servers import free_port
 
 # A /ping server: prints its environment's GREETING, exits 0 on SIGTERM unless IGNORE_TERM is set.
 SERVER = """

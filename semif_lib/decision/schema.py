@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidRequestError
+from ..jsonlines import decode_utf8
 from ..limits import check_limit, check_question_counts, hard_ceiling
 
 # Work limits are `Settings` fields; the schema refuses what is over their hard ceiling with the
@@ -215,10 +216,7 @@ def parse_json_bytes(body: bytes | str) -> Any:
     Infinity, numbers Python can convert, and nesting no deeper than `MAX_NESTING`; every failure
     is a 400 naming the body, never a crash."""
     if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequestError(f"body is not valid UTF-8 (byte {exc.start})", field="body") from exc
+        body = decode_utf8(body)
     try:
         data = json.loads(body, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

@@ -34,7 +34,7 @@ from ..errors import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
-from ..jsonlines import dump_records
+from ..jsonlines import dump_records, error_record
 from ..settings import MODES, Settings, load_settings
 from .runner import Drain, serve_uvicorn
 from .wire import (
@@ -47,7 +47,6 @@ from .wire import (
     ExecutionParameters,
     ModelList,
     describe_model,
-    dump_error_record,
     dump_response,
     error_response,
     package_version,
@@ -241,7 +240,7 @@ def _add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Se
                 raise results[0]
             return Response(json.dumps(dump_response(results[0], ids), ensure_ascii=False), media_type="application/json")
         lines = [
-            dump_error_record(out, rid) if isinstance(out, SemifError) else dump_response(out, rid)
+            error_record(out, rid) if isinstance(out, SemifError) else dump_response(out, rid)
             for out, rid in zip(results, ids)
         ]
         return Response(dump_records(lines), media_type="application/jsonlines")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ..decision.schema import DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
 from ..errors import InvalidRequestError, PayloadTooLargeError, SemifError, ServiceBusyError, UnauthorizedError
-from ..jsonlines import split_lines
+from ..jsonlines import decode_utf8, iter_records, split_lines
 
 __all__ = [
     "CUSTOM_ATTRIBUTES_HEADER",
@@ -30,7 +30,6 @@ __all__ = [
     "ModelCard",
     "ModelList",
     "describe_model",
-    "dump_error_record",
     "dump_response",
     "error_response",
     "package_version",
@@ -134,25 +133,10 @@ def parse_json_body(body: bytes) -> tuple[list[DecisionRequest | SemifError], An
 
 def parse_jsonlines_body(body: bytes) -> tuple[list[DecisionRequest | SemifError], list[Any]]:
     """One request per non-empty line; a bad line becomes that line's error, never the whole body's."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidRequestError(f"body is not valid UTF-8 (byte {exc.start})", field="body") from exc
-    items: list[DecisionRequest | SemifError] = []
-    ids: list[Any] = []
-    for number, line in split_lines(text):
-        record_id: Any = f"line-{number}"
-        try:
-            data = parse_json_bytes(line)
-            if isinstance(data, dict) and "id" in data:
-                record_id = data["id"]
-            items.append(parse_request(data))
-        except SemifError as exc:
-            items.append(exc)
-        ids.append(record_id)
-    if not items:
+    records = list(iter_records(split_lines(decode_utf8(body)), parse_json_bytes, parse_request))
+    if not records:
         raise InvalidRequestError("no JSON Lines records in the body", field="body")
-    return items, ids
+    return [item for _, item in records], [rid for rid, _ in records]
 
 
 # ----------------------------------------------------------------- response and error bodies
@@ -160,11 +144,6 @@ def dump_response(response: DecisionResponse, record_id: Any = None) -> dict[str
     """A response as JSON data; with a record id (JSON Lines, or a request that sent one) the id comes first."""
     body = response.model_dump(mode="json")
     return body if record_id is None else {"id": record_id, **body}
-
-
-def dump_error_record(exc: SemifError, record_id: Any) -> dict[str, Any]:
-    """One JSON Lines line's error: its id, the error body and the status it would have had alone."""
-    return {"id": record_id, **exc.to_body(), "status": exc.status_code}
 
 
 def error_response(exc: SemifError) -> Any:
