@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from semif_lib.errors import InvalidRequestError
-from semif_lib.measurement import peer
+from semif_lib.measurement import peer, peer_protocol, peer_report, peer_types
+from semif_lib.measurement.workload import RESULTS_DIR
 
 from conftest import DATA, MAX_ABS_DIFF, free_port
 
@@ -23,6 +24,17 @@ def _top(pairs: dict[str, float]) -> dict:
     """A chat completion shaped as llama-server answers one with `logprobs` (only what the reader reads)."""
     top = [{"id": i, "token": token, "logprob": math.log(p)} for i, (token, p) in enumerate(pairs.items())]
     return {"choices": [{"logprobs": {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}]}}]}
+
+
+def _path_summary(**figures) -> "peer_types.PathSummary":
+    """One path's figures, zero but for `figures`."""
+    zero = {"decisions": 0, "seconds": 0.0, "decisions_per_s": None, "state_p50_s": None, "requests": 0, "output_tokens": 0,
+            "evaluated_tokens": 0, "compute_s": 0.0, "prefill_tokens_per_s": None}
+    return peer_types.PathSummary(**{**zero, **figures})
+
+
+def _committed_results() -> "peer_types.PeerResults":
+    return peer_types.PeerResults.read(RESULTS_DIR / "bench" / "peer-quick.json")
 
 
 def _first_plan(request: dict, qid: str):
@@ -46,14 +58,14 @@ def test_slot_probabilities_are_renormalised_over_the_options_and_missing_ones_c
 
 
 def test_agreement_is_counted_only_where_the_peer_saw_every_option():
-    tally = peer.PeerTally()
+    tally = peer_report.PeerTally()
     reference = {"q1": {"true": 0.6, "false": 0.4}, "q2": {"a": 0.2, "b": 0.8}, "q3": {"a": 0.9, "b": 0.1}}
-    answered = peer.Pass(1.0, probs={"q1": {"true": 0.45, "false": 0.55}, "q2": {"a": 0.25, "b": 0.75}, "q3": {"a": 0.0, "b": 1.0}},
-                         missing={"q1": 0, "q2": 0, "q3": 1})
+    probs = {"q1": {"true": 0.45, "false": 0.55}, "q2": {"a": 0.25, "b": 0.75}, "q3": {"a": 0.0, "b": 1.0}}
+    answered = peer_protocol.Pass(1.0, probs=probs, missing={"q1": 0, "q2": 0, "q3": 1})
     tally.add(answered)
     tally.compare(reference, answered)
-    assert (tally.compared, tally.agree, tally.covered, tally.options_missing) == (2, 1, 2, 1)
-    assert tally.max_dp == pytest.approx(0.15)
+    assert (tally.agreement.compared, tally.agreement.agree, tally.covered, tally.options_missing) == (2, 1, 2, 1)
+    assert tally.agreement.max_dp == pytest.approx(0.15)
 
 
 def test_cold_passes_get_a_marker_no_server_has_seen(example_requests):
@@ -69,21 +81,24 @@ def test_a_failed_state_in_the_client_phase_is_counted_not_raised():
     def ask(http, request):
         if request["id"] == "s2":
             raise RuntimeError("POST /invocations answered 503: queue wait")
-        return peer.Pass(0.01, decisions=len(request["questions"]), requests=1)
+        return peer_protocol.Pass(0.01, decisions=len(request["questions"]), requests=1)
 
     requests = [{"id": f"s{i}", "questions": {"a": {}, "b": {}}} for i in range(5)]
-    out = peer.run_clients(2, requests, ask)
-    assert (out["states"], out["failed_states"], out["decisions"], out["requests"]) == (5, 1, 8, 4)
-    assert "503" in out["first_failure"] and out["state_latency_p95_s"] == 0.01
-    nothing = peer.run_clients(2, requests[2:3], ask)
-    assert nothing["decisions"] == 0 and nothing["state_latency_p50_s"] is None
-    targets = peer.check_peer_targets({"decision-cold": {"option_coverage": 1.0}}, {"decision": nothing, "server-logprobs": out}, [])
-    assert targets["concurrent_clients"]["met"] is False and targets["concurrent_clients"]["failed_states"]["decision"] == 1
-    silent = peer.check_peer_targets({"decision-cold": {"option_coverage": 1.0}}, {"decision": out, "server-logprobs": nothing}, [])
-    assert silent["concurrent_clients"]["ratio"] is None and silent["concurrent_clients"]["met"] is False
-    json.dumps(silent, allow_nan=False)  # the results file stays standard JSON
-    assert "1 failed" in peer.format_markdown({"paths": {}, "concurrency": {"decision": nothing}, "targets": {}})
-    partial = peer.format_markdown({"partial": "not measured yet: the client phase", "paths": {}, "targets": {}})
+    out = peer_protocol.run_clients(2, requests, ask)
+    assert (out.states, out.failed_states, out.decisions, out.requests) == (5, 1, 8, 4)
+    assert "503" in out.first_failure and out.state_latency_p95_s == 0.01
+    nothing = peer_protocol.run_clients(2, requests[2:3], ask)
+    assert nothing.decisions == 0 and nothing.state_latency_p50_s is None
+    covered = {"decision-cold": _path_summary(option_coverage=1.0)}
+    targets = peer_report.check_peer_targets(covered, peer_types.ClientPhases(decision=nothing, server_logprobs=out), [])
+    assert targets.concurrent_clients.met is False and targets.concurrent_clients.failed_states["decision"] == 1
+    silent = peer_report.check_peer_targets(covered, peer_types.ClientPhases(decision=out, server_logprobs=nothing), [])
+    assert silent.concurrent_clients.ratio is None and silent.concurrent_clients.met is False
+    json.dumps(silent.to_json(), allow_nan=False)  # the results file stays standard JSON
+    committed = _committed_results()
+    failed = committed.model_copy(update={"concurrency": peer_types.ClientPhases(decision=nothing, server_logprobs=out)})
+    assert "1 failed" in peer.format_markdown(failed)
+    partial = peer.format_markdown(committed.model_copy(update={"partial": "not measured yet: the client phase"}))
     assert partial.startswith("**Partial run** (not measured yet: the client phase)")
 
 
@@ -92,7 +107,7 @@ def test_semif_serve_lets_a_request_wait_as_long_as_the_client_does(tmp_path):
     from semif_lib.settings import Settings
 
     env = peer.PeerConfig().serve_env(tmp_path / "model.gguf")
-    assert float(env["SEMIF_REQUEST_TIMEOUT_S"]) >= peer.CLIENT_TIMEOUT_S > Settings.model_fields["request_timeout_s"].default
+    assert float(env["SEMIF_REQUEST_TIMEOUT_S"]) >= peer_protocol.CLIENT_TIMEOUT_S > Settings.model_fields["request_timeout_s"].default
 
 
 def test_paths_are_checked_before_any_server_starts():
@@ -164,12 +179,13 @@ def test_real_answers_agree_with_the_decision_path(llama_server, engine, example
     request = peer.decision_request(example_requests[2], "agree-check")  # tool (4-way choice), needs_tool (noul)
     response = engine.score(request, mode="parallel")
     with httpx.Client(timeout=120) as http:
-        answered = peer.ask_server_logprobs(http, llama_server.base_url + llama_server.chat_path, peer.plan_peer_questions(request))
+        chat_url = llama_server.base_url + llama_server.chat_path
+        answered = peer_protocol.ask_server_logprobs(http, chat_url, peer.plan_peer_questions(request))
     assert answered.requests == 2 and answered.output_tokens == 2 and answered.evaluated_tokens > 0
-    tally = peer.PeerTally()
+    tally = peer_report.PeerTally()
     tally.compare({q: dict(a.probabilities) for q, a in response.answers.items()}, answered)
-    assert answered.missing["needs_tool"] == 0 and tally.compared >= 1
-    assert tally.max_dp <= MAX_ABS_DIFF
+    assert answered.missing["needs_tool"] == 0 and tally.agreement.compared >= 1
+    assert tally.agreement.max_dp <= MAX_ABS_DIFF
 
 
 def test_quick_run_end_to_end(llama_server, tmp_path):

@@ -13,28 +13,26 @@ and shows up in the counts:
   every answer is 200 or a 503 `decode_failed`, and a retry of each failed request succeeds.
 
 Results go to `results/bench/robustness.json` (`--quick`: `robustness-quick.json`). Nothing
-here imports the serving wing: the server is a separate process, as in production.
+here imports the serving wing: the server is a separate process, started by the benchmarks'
+harness (`harness.running_serve`), as in production.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ..arguments import run_command
-from ..processes import stop_process, wait_for_ping
+from .harness import percentile, running_serve, server_env
 
-__all__ = ["bad_input_cases", "register_cli", "run_robustness"]
+__all__ = ["bad_input_cases", "register_cli", "run_robustness", "running_serve", "server_env"]
 
 SMALL_QUESTIONS = {
     "bug": {"type": "noul", "instructions": "Is this a bug report?"},
@@ -51,42 +49,6 @@ def long_state(k: int, lines: int = 20) -> str:
     """A distinct state of about 25 tokens a line (k keeps states apart, so no two share a prefix)."""
     return "\n".join(f"[{k:03d}.{i:02d}] service-{(k * 7 + i) % 11} latency {100 + 13 * k + i} ms, errors {(k + i) % 5}, "
                      f"owner team-{(k + 2 * i) % 4}" for i in range(lines))
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-# ---------------------------------------------------------------- the server under test
-@contextmanager
-def running_serve(port: int, env: dict[str, str], log_path: Path, module: str = "semif_lib.cli") -> Iterator[str]:
-    """`semif serve` on loopback with `env`; stopped with SIGTERM afterwards (its exit code is checked).
-
-    `module` is what `python -m` runs with `serve`: the CLI, or `semif_lib.serving.llamabinding`
-    to serve on another libllama (`LLAMA_CPP_LIB_PATH` and `PYTHONPATH` in `env`), as the adapter image does.
-    """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEMIF_")} | env
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_ping(url, timeout_s=180, process=proc)
-        yield url
-    finally:
-        stop_process(proc.pid)
-        proc.wait(30)
-        if proc.returncode not in (0, -15):
-            raise RuntimeError(f"semif serve exited with {proc.returncode}; see {log_path}")
-
-
-def server_env(threads: int, **extra: str) -> dict[str, str]:
-    return {"SEMIF_N_CTX": "2048", "SEMIF_THREADS": str(threads), "SEMIF_CACHE_TOKENS": "1024",
-            "SEMIF_CHECK_INVARIANTS": "1", "SEMIF_QUEUE_SIZE": "256", **extra}
 
 
 def classify(response: Any) -> str:
@@ -209,7 +171,8 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
         ("Infinity", b'{"state": Infinity, "questions": {}}', {}, "/invocations", 400),
         ("-Infinity", b'{"state": -Infinity, "questions": {}}', {}, "/invocations", 400),
         ("overflowing float", b'{"state": 1e999, "questions": {"q": {"type": "noul", "instructions": "x"}}}', {}, "/invocations", 400),
-        ("lone surrogate in state", b'{"state": "\\ud800", "questions": {"q": {"type": "noul", "instructions": "x"}}}', {}, "/invocations", 400),
+        ("lone surrogate in state", b'{"state": "\\ud800", "questions": {"q": {"type": "noul", "instructions": "x"}}}', {},
+         "/invocations", 400),
         ("lone surrogate in instructions", body(req()).replace(b'"x"', b'"\\udfff"'), {}, "/invocations", 400),
         ("lone surrogate in an option", body(choice({"a": None, "b": None})).replace(b'"a"', b'"\\ud83d"'), {}, "/invocations", 400),
         ("lone surrogate in a question id", body(req()).replace(b'"q"', b'"\\udc00"'), {}, "/invocations", 400),
@@ -229,7 +192,8 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
         ("256 options", body(choice({f"o{i}": None for i in range(256)})), {}, "/invocations", 400),
         ("options as a list", body(choice(["a", "b"])), {}, "/invocations", 400),
         ("one score level", body(req({"q": {"type": "score", "instructions": "x", "criteria": ["only"]}})), {}, "/invocations", 400),
-        ("eleven score levels", body(req({"q": {"type": "score", "instructions": "x", "criteria": [str(i) for i in range(11)]}})), {}, "/invocations", 400),
+        ("eleven score levels", body(req({"q": {"type": "score", "instructions": "x", "criteria": [str(i) for i in range(11)]}})), {},
+         "/invocations", 400),
         ("unknown readout", body(choice({"a": None, "b": None}, readout="bogus")), {}, "/invocations", 400),
         ("mode=warp in the query", body(req()), {}, "/invocations?mode=warp", 400),
         ("mode=warp in CustomAttributes", body(req()), {"X-Amzn-SageMaker-Custom-Attributes": "mode=warp"}, "/invocations", 400),
@@ -237,7 +201,8 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
         ("application/xml", b"<state/>", {"Content-Type": "application/xml"}, "/invocations", 415),
         ("body over 6 MB", b'{"state": "' + b"x" * (6 << 20) + b'"}', {}, "/invocations", 413),
         ("state longer than the context", body(req(state="word " * 3000)), {}, "/invocations", 413),
-        ("more questions than SEMIF_MAX_QUESTIONS", body(req({f"q{i}": {"type": "noul", "instructions": "x"} for i in range(129)})), {}, "/invocations", 413),
+        ("more questions than SEMIF_MAX_QUESTIONS", body(req({f"q{i}": {"type": "noul", "instructions": "x"} for i in range(129)})), {},
+         "/invocations", 413),
         ("JSON Lines with no record", b"\n\n", {"Content-Type": "application/jsonlines"}, "/invocations", 400),
         ("JSON Lines not UTF-8", b'{"state": "\xff"}\n', {"Content-Type": "application/jsonlines"}, "/invocations", 400),
         ("unknown route", b"", {}, "/nope", 404),
@@ -322,9 +287,11 @@ def summarize_figures(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "load_lost_and_5xx": {"value": load["lost"] + load["answered_5xx"], "met": load["lost"] + load["answered_5xx"] == 0},
         "ping_p99_s_under_load": {"value": load["ping_p99_s"], "target_below": 2.0, "met": load["ping_p99_s"] < 2.0},
-        "kv_pressure_then_20_small_all_200": {"value": kv["small_after_2xx"], "met": kv["small_after_2xx"] == kv["small_after"] and kv["long_other"] == 0},
+        "kv_pressure_then_20_small_all_200": {"value": kv["small_after_2xx"],
+                                              "met": kv["small_after_2xx"] == kv["small_after"] and kv["long_other"] == 0},
         "nested_prefixes_all_200": {"value": nested["answered_2xx"], "met": nested["other"] == 0},
-        "bad_input_classes_4xx": {"value": f"{bad['as_expected']}/{bad['classes']}", "met": bad["as_expected"] == bad["classes"] and bad["classes"] >= 40},
+        "bad_input_classes_4xx": {"value": f"{bad['as_expected']}/{bad['classes']}",
+                                  "met": bad["as_expected"] == bad["classes"] and bad["classes"] >= 40},
         "decode_faults_recovered": {"value": f"{faults['failed_then_recovered']} recovered, {faults['failed_not_recovered']} not",
                                     "met": faults["failed_not_recovered"] == 0 and faults["other_5xx"] == 0},
     }
@@ -332,22 +299,25 @@ def summarize_figures(doc: dict[str, Any]) -> dict[str, Any]:
 
 def format_markdown(doc: dict[str, Any]) -> str:
     """The figures table the README quotes."""
-    load = doc["load"]
+    load, kv, nested, bad, faults = (doc[k] for k in ("load", "kv_pressure", "nested_prefixes", "bad_inputs", "decode_faults"))
+
+    def met(name: str) -> str:
+        return "yes" if doc["figures"][name]["met"] else "no"
+
     rows = ["| figure | measured | met |", "|---|---|---|",
             f"| {load['clients']} clients x {load['requests_per_client']} requests: lost + 5xx | "
-            f"{load['lost']} + {load['answered_5xx']} of {load['requests']} | {'yes' if doc['figures']['load_lost_and_5xx']['met'] else 'no'} |",
+            f"{load['lost']} + {load['answered_5xx']} of {load['requests']} | {met('load_lost_and_5xx')} |",
             f"| `/ping` p99 during that load | {load['ping_p99_s']} s ({load['ping_polls']} polls, max {load['ping_max_s']} s) | "
-            f"{'yes' if doc['figures']['ping_p99_s_under_load']['met'] else 'no'} |"]
-    kv, nested, bad, faults = doc["kv_pressure"], doc["nested_prefixes"], doc["bad_inputs"], doc["decode_faults"]
-    rows.append(f"| 8 long states at once on 2,048 cells, then 20 small | {kv['long_2xx']}/8 then {kv['small_after_2xx']}/20 answered 200 | "
-                f"{'yes' if doc['figures']['kv_pressure_then_20_small_all_200']['met'] else 'no'} |")
-    rows.append(f"| {nested['requests']} requests alternating nested prefixes | {nested['answered_2xx']} answered 200, invariants checked after each | "
-                f"{'yes' if doc['figures']['nested_prefixes_all_200']['met'] else 'no'} |")
-    rows.append(f"| classes of bad input | {bad['as_expected']}/{bad['classes']} a 4xx JSON error, {bad['answered_5xx']} answered 5xx | "
-                f"{'yes' if doc['figures']['bad_input_classes_4xx']['met'] else 'no'} |")
-    rows.append(f"| {faults['requests']} requests, decode fault rate {faults['fault_rate']} | answers {faults['answers']}; "
-                f"{faults['failed_then_recovered']} failures recovered on retry, {faults['failed_not_recovered']} not | "
-                f"{'yes' if doc['figures']['decode_faults_recovered']['met'] else 'no'} |")
+            f"{met('ping_p99_s_under_load')} |",
+            f"| 8 long states at once on 2,048 cells, then 20 small | {kv['long_2xx']}/8 then {kv['small_after_2xx']}/20 answered 200 | "
+            f"{met('kv_pressure_then_20_small_all_200')} |",
+            f"| {nested['requests']} requests alternating nested prefixes | {nested['answered_2xx']} answered 200, "
+            f"invariants checked after each | {met('nested_prefixes_all_200')} |",
+            f"| classes of bad input | {bad['as_expected']}/{bad['classes']} a 4xx JSON error, {bad['answered_5xx']} answered 5xx | "
+            f"{met('bad_input_classes_4xx')} |",
+            f"| {faults['requests']} requests, decode fault rate {faults['fault_rate']} | answers {faults['answers']}; "
+            f"{faults['failed_then_recovered']} failures recovered on retry, {faults['failed_not_recovered']} not | "
+            f"{met('decode_faults_recovered')} |"]
     return "\n".join(rows)
 
 

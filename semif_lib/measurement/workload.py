@@ -1,7 +1,8 @@
 """What every benchmark shares: the workload, the machine it ran on, and where its results file goes.
 
 `bench` (`semif bench modes`, ...) and `peer` (`semif bench peer`) both read the 37-state x
-21-criterion workload through `load_workload` and write a results file with `describe_machine`
+21-criterion workload through `load_workload` (`--quick`: the first `QUICK_STATES`), cut a request
+to its first questions with `first_questions`, and write a results file with `describe_machine`
 beside the figures; `positive_int` is their `--states`/`--runs` type. Standard library only.
 """
 
@@ -10,25 +11,45 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+from collections.abc import Mapping
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from ..jsonlines import read_records
+from ..paths import repo_root
 
-__all__ = ["DATA_DIR", "QUICK_STATES", "RESULTS_DIR", "WORKLOAD", "describe_machine", "load_workload", "positive_int", "write_result"]
+__all__ = [
+    "DATA_DIR",
+    "QUICK_STATES",
+    "RESULTS_DIR",
+    "WORKLOAD",
+    "describe_machine",
+    "first_questions",
+    "load_workload",
+    "positive_int",
+    "write_result",
+]
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR = repo_root() / "data"
 WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
 RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
-QUICK_STATES = 4
+QUICK_STATES = 4  # `--quick` of every benchmark: the first 4 states
 
 
 def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
-    """Workload lines (one state with its criteria each); `quick` keeps the first 4 states."""
+    """Workload lines (one state with its criteria each); `quick` keeps the first `QUICK_STATES`, else the first `states`."""
     rows = read_records(path)
     limit = QUICK_STATES if quick else states
     return rows[:limit] if limit else rows
+
+
+def first_questions(request: Mapping[str, Any], count: int | None) -> dict[str, Any]:
+    """The request with only its first `count` questions, in their order (`None` or 0: all of them)."""
+    if not count:
+        return dict(request)
+    return {**request, "questions": dict(islice(request["questions"].items(), count))}
 
 
 def describe_machine(settings: Any) -> dict[str, Any]:

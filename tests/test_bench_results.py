@@ -1,0 +1,103 @@
+"""Model-free: the benchmarks' shared rules and `semif bench peer`'s typed results.
+
+Committed results files read into `PeerResults` and write back byte for byte; a misspelt or
+missing figure fails where the summary is built or the file is read; argmax agreement and max
+|Δp|, "first N questions" and the peer benchmark's defaults each have one source.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from semif_lib.cli import build_parser
+from semif_lib.measurement import peer, peer_report, peer_run, peer_types
+from semif_lib.measurement.agreement import Agreement, compare_question, top_option
+from semif_lib.measurement.workload import QUICK_STATES, RESULTS_DIR, first_questions, load_workload
+
+PEER_FILES = sorted((RESULTS_DIR / "bench").glob("peer*.json"))
+
+
+@pytest.mark.parametrize("path", PEER_FILES, ids=lambda p: p.name)
+def test_a_committed_peer_results_file_round_trips_through_the_typed_summary(path):
+    text = path.read_text(encoding="utf-8")
+    results = peer_types.PeerResults.read(path)
+    assert json.dumps(results.to_json(), indent=2) + "\n" == text  # the same keys, in the same order, the same values
+    assert peer.format_markdown(results) == peer.format_markdown(json.loads(text))
+
+
+def test_the_committed_files_include_one_written_before_failures_were_counted():
+    """Older files lack `failed_states`: they still read, render, and write back without it."""
+    older = [p for p in PEER_FILES if "failed_states" not in json.loads(p.read_text())["concurrency"]["decision"]]
+    assert older, "peer-quick.json predates failed_states"
+    results = peer_types.PeerResults.read(older[0])
+    assert results.concurrency.decision.failed_states is None and "failed_states" not in results.to_json()["concurrency"]["decision"]
+    assert "failed" not in peer.format_markdown(results).split("| 8 clients |")[1].split("| target |")[0]
+
+
+def test_a_misspelt_or_missing_figure_fails_when_the_file_is_read():
+    doc = json.loads(PEER_FILES[0].read_text())
+    cold = doc["paths"]["decision-cold"]
+    cold["decisons_per_s"] = cold.pop("decisions_per_s")
+    with pytest.raises(ValidationError) as info:
+        peer_types.PeerResults.model_validate(doc)
+    assert "decisons_per_s" in str(info.value) and "decisions_per_s" in str(info.value)  # the extra key and the missing one
+    doc = json.loads(PEER_FILES[0].read_text())
+    doc["targets"]["cold_vs_best_server"]["mett"] = True
+    with pytest.raises(ValidationError, match="mett"):
+        peer.format_markdown(doc)
+
+
+def test_a_misspelt_figure_fails_where_the_summary_is_built():
+    """The run builds its summaries after the first state (the checkpoint), so a typo stops it there, not after 92 minutes."""
+    tally = peer_report.PeerTally(seconds=[1.0], decisions=2, requests=1)
+    assert peer_report.summarize_path("decision-cold", tally).decisions_per_s == 2.0
+    with pytest.raises(ValidationError, match="decisons_per_s"):
+        peer_types.PathSummary(**{**peer_report.summarize_path("decision-cold", tally).to_json(), "decisons_per_s": 2.0})
+    with pytest.raises(ValidationError):
+        peer_types.ClientPhase(clients=8, states=1, decisions=1, requests=1, seconds=1.0, decisions_per_s=1.0,
+                               state_latency_p50_s=1.0, state_latency_p95_s=1.0, request_latency_p50_s=1.0)  # one latency missing
+
+
+def test_argmax_agreement_and_max_dp_have_one_rule():
+    assert top_option({"a": 0.4, "b": 0.4, "c": 0.2}) == "a" and top_option({}) is None  # the first of equals
+    same = compare_question({"a": 0.7, "b": 0.3}, {"a": 0.6, "b": 0.4})
+    assert same.same_argmax and same.max_abs_dp == pytest.approx(0.1)
+    flipped = compare_question({"a": 0.7, "b": 0.3}, {"b": 1.0})  # an option the other side lacks counts as 0
+    assert not flipped.same_argmax and flipped.max_abs_dp == pytest.approx(0.7)
+    assert math.isnan(compare_question({}, {"a": 1.0}).max_abs_dp)
+    tally = Agreement()
+    reference = {"q1": {"a": 0.6, "b": 0.4}, "q2": {"a": 0.2, "b": 0.8}, "q3": {"a": 0.9, "b": 0.1}}
+    tally.add(reference, {"q1": {"a": 0.3, "b": 0.7}, "q2": {"a": 0.25, "b": 0.75}, "q3": {"a": 0.0, "b": 1.0}}, skip={"q3"})
+    tally.add(reference, {"q2": {"a": 0.2, "b": 0.8}})  # a question the other side did not answer is not compared
+    assert (tally.compared, tally.agree, tally.flips, tally.rate) == (3, 2, 1, pytest.approx(2 / 3))
+    assert tally.max_dp == pytest.approx(0.3) and Agreement().rate is None
+
+
+def test_first_questions_and_quick_states_have_one_source():
+    row = load_workload(quick=True)[0]
+    assert len(load_workload(quick=True)) == QUICK_STATES
+    kept = first_questions(row, 3)
+    assert list(kept["questions"]) == list(row["questions"])[:3] and kept["state"] == row["state"] and len(row["questions"]) == 21
+    assert first_questions(row, None) == row == first_questions(row, 0)
+    assert list(peer.decision_request(row, "t", questions=3)["questions"]) == list(kept["questions"])
+
+
+def test_bench_peer_flags_default_to_the_config(capsys):
+    """`semif bench peer` with no flags runs `PeerConfig()`; each flag given replaces one field."""
+    args = build_parser().parse_args(["bench", "peer"])
+    config = peer.config_from_args(args)
+    assert config == peer_run.PeerConfig(run_id=config.run_id)
+    args = build_parser().parse_args(["bench", "peer", "--threads", "4", "--text-server", "native", "--paths", "decision-cold,server-json",
+                                      "--clients", "0", "--model", "m.gguf"])
+    config = peer.config_from_args(args)
+    assert (config.threads, config.kind, list(config.paths), config.clients, str(config.model_path)) == (
+        4, "native", ["decision-cold", "server-json"], 0, "m.gguf")
+    assert config.n_ctx == peer_run.PeerConfig().n_ctx and config.parallel == peer_run.PeerConfig().parallel
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "peer", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"default {peer_run.PeerConfig().n_ctx}" in help_text and f"default {peer_run.PeerConfig().port}" in help_text
