@@ -27,7 +27,7 @@ from typing import Iterator, Literal, Mapping, Sequence
 from .errors import SemifError
 from .llama_flags import build_server_command, find_gguf_in_dir
 from .paths import repo_root
-from .processes import stop_process, wait_for_ping
+from .processes import SAGEMAKER_KILL_AFTER_S, ServerProcess, ServerStartError, start_server, wait_for_ping
 from .settings import load_settings
 
 __all__ = [
@@ -56,7 +56,7 @@ REPLICA_IMAGE = "localhost/semif-dlc-replica:b10435"
 ADAPTER_IMAGE = "localhost/semif-decision:latest"
 BASE_IMAGE = "localhost/semif-debian:bookworm"
 SAGEMAKER_PORT = 8080
-STOP_TIMEOUT_S = 30  # SageMaker's SIGTERM-to-SIGKILL grace period
+STOP_TIMEOUT_S = int(SAGEMAKER_KILL_AFTER_S)  # SageMaker's SIGTERM-to-SIGKILL grace period (`docker stop -t` takes whole seconds)
 
 TextKind = Literal["auto", "container", "native"]
 
@@ -272,24 +272,24 @@ class TextServer:
 
 
 def start_native_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, log_path: Path,
-                             binary: Path | None = None, startup_timeout_s: float = 120) -> tuple[subprocess.Popen, TextServer]:
-    """llama-server on 127.0.0.1:`port` with the flags the DLC entrypoint derives from `sm_env`."""
+                             binary: Path | None = None, startup_timeout_s: float = 120) -> tuple[ServerProcess, TextServer]:
+    """llama-server on 127.0.0.1:`port` with the flags the DLC entrypoint derives from `sm_env`, answering /health.
+
+    The `ServerProcess` stops it (SIGTERM, SIGKILL after 30 s), also as a context manager.
+    """
     binary = binary or find_llama_server()
     if binary is None:
         raise ContainerError("no llama-server found: run `bash container/build_libllama.sh` (about 7.5 min on 2 cores) "
                              "or set SEMIF_LLAMA_SERVER to one")
     command = build_server_command(dict(sm_env), str(model_path), port, str(binary))
     env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     server = TextServer("native-llama-server", f"http://127.0.0.1:{port}", "/v1/chat/completions", "/health",
                         read_llama_server_build(binary), log_path=log_path, command=command)
     try:
-        wait_for_ping(server.base_url, timeout_s=startup_timeout_s, process=process, path="/health")
-    except (TimeoutError, RuntimeError) as exc:
-        stop_process(process.pid, timeout_s=5)
-        raise ContainerError(f"llama-server did not start ({exc}); its log ({log_path}):\n{log_path.read_text()[-3000:]}") from exc
+        process = start_server(command, server.base_url, env=env, log_path=log_path, ping_path=server.ping_path,
+                               startup_timeout_s=startup_timeout_s)
+    except ServerStartError as exc:
+        raise ContainerError(f"llama-server did not start ({exc}); its log ({log_path}):\n{exc.output[-3000:]}") from exc
     return process, server
 
 
@@ -304,45 +304,45 @@ def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind
     runtime and the image are present and the container starts, else native, saying why in
     `fallback_reason`.
     """
-    fallback: str | None = None
-    if kind in ("auto", "container"):
-        runtime = runtime or find_container_runtime()
-        if runtime is None:
-            fallback = "no docker or podman CLI answers"
-        elif not image_exists(runtime, image):
-            fallback = f"no image {image} (see container/README.md)"
-        if kind == "container" and fallback:
-            raise ContainerError(f"cannot run the text DLC in a container: {fallback}; or use kind='native'")
-    container = None
-    if kind != "native" and fallback is None:
-        assert runtime is not None
-        model_dir = Path(model_path).parent
-        env = dict(sm_env)
-        if find_gguf_in_dir(model_dir) != Path(model_path):
-            env["SM_LLAMA_CPP_MODEL"] = f"/opt/ml/model/{Path(model_path).name}"
-        try:
-            container = run_container(runtime, image, model_dir, port, env, ping_path="/ping")
-        except ContainerError as exc:
-            if kind == "container":
-                raise
-            fallback = f"{image} did not start: {str(exc).splitlines()[0]}"
+    container, fallback = (None, None) if kind == "native" else _start_text_container(model_path, sm_env, port, kind, image, runtime)
     if container is None:
         process, server = start_native_text_server(model_path, sm_env, port, log_dir / f"llama-server-{port}.log")
         server.fallback_reason = fallback
-        try:
+        with process:
             yield server
-        finally:
-            stop_process(process.pid, timeout_s=STOP_TIMEOUT_S)
         return
-    assert runtime is not None
     kind_name = "dlc-replica-container" if image == REPLICA_IMAGE else "dlc-container"
-    server = TextServer(kind_name, container.base_url, "/invocations", "/ping", _image_build(runtime, image), image=image)
+    server = TextServer(kind_name, container.base_url, "/invocations", "/ping", _image_build(container.runtime, image), image=image)
     try:
         yield server
     finally:
         log_dir.mkdir(parents=True, exist_ok=True)
         (log_dir / f"{container.name}.log").write_text(container.logs())
         container.stop()
+
+
+def _start_text_container(model_path: Path, sm_env: Mapping[str, str], port: int, kind: TextKind, image: str,
+                          runtime: ContainerRuntime | None) -> tuple[RunningContainer | None, str | None]:
+    """`image` serving `model_path` on `port`, or None and why not; with kind="container" a reason is an error."""
+    runtime = runtime or find_container_runtime()
+    if runtime is None:
+        fallback = "no docker or podman CLI answers"
+    elif not image_exists(runtime, image):
+        fallback = f"no image {image} (see container/README.md)"
+    else:
+        model_dir = Path(model_path).parent
+        env = dict(sm_env)
+        if find_gguf_in_dir(model_dir) != Path(model_path):
+            env["SM_LLAMA_CPP_MODEL"] = f"/opt/ml/model/{Path(model_path).name}"
+        try:
+            return run_container(runtime, image, model_dir, port, env, ping_path="/ping"), None
+        except ContainerError as exc:
+            if kind == "container":
+                raise
+            return None, f"{image} did not start: {str(exc).splitlines()[0]}"
+    if kind == "container":
+        raise ContainerError(f"cannot run the text DLC in a container: {fallback}; or use kind='native'")
+    return None, fallback
 
 
 def _image_build(runtime: ContainerRuntime, image: str) -> int | None:

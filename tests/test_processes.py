@@ -99,3 +99,35 @@ def test_a_server_started_without_waiting_can_be_waited_for_again():
         server.send_signal(signal.SIGTERM)
         assert server.wait(10) == 0
     assert server.exit_code == 0
+
+
+# A stand-in llama-server: `--version` prints a build, `--fail` exits 1, otherwise it serves /health on --port.
+FAKE_LLAMA_SERVER = f"""#!{sys.executable}
+import os, sys
+if "--version" in sys.argv:
+    print("version: 10435 (e1f2a3b)")
+    raise SystemExit(0)
+if "--fail" in sys.argv:
+    print("error: cannot load the model", flush=True)
+    raise SystemExit(1)
+port = sys.argv[sys.argv.index("--port") + 1]
+os.execv(sys.executable, [sys.executable, "-c", {SERVER!r}, port])
+"""
+
+
+def test_the_native_text_server_runs_through_the_harness(tmp_path, monkeypatch):
+    """`containers.run_text_server(kind="native")`: llama-server started, /health awaited, SIGTERM on exit."""
+    from semif_lib.containers import ContainerError, run_text_server, start_native_text_server
+
+    binary = tmp_path / "llama-server"
+    binary.write_text(FAKE_LLAMA_SERVER)
+    binary.chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setenv("SEMIF_LLAMA_SERVER", str(binary))
+    with run_text_server(model, {}, free_port(), kind="native", log_dir=tmp_path) as server:
+        assert server.kind == "native-llama-server" and server.build == 10435
+        assert is_answering(server.base_url, path="/health")
+    assert not is_answering(server.base_url, path="/health")
+    with pytest.raises(ContainerError, match="(?s)llama-server did not start .*exited with code 1.*cannot load the model"):
+        start_native_text_server(model, {"SM_LLAMA_CPP_FAIL": "1"}, free_port(), tmp_path / "failing.log", binary=binary)
