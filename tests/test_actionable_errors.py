@@ -64,10 +64,11 @@ def test_port_in_use_is_one_line_and_starts_nothing(tmp_path):
     assert state.find("local_process") == []
 
 
+@pytest.mark.server  # `semif serve` on a missing model: it exits before answering
 def test_a_server_that_stops_before_answering_says_why(tmp_path):
     from semif_lib import workshop
 
-    from conftest import free_port
+    from support.servers import free_port
 
     settings = _settings(tmp_path, f"http://127.0.0.1:{free_port()}")
     state = workshop.load_state(settings)
@@ -79,6 +80,7 @@ def test_a_server_that_stops_before_answering_says_why(tmp_path):
     assert state.find("local_process") == []
 
 
+@pytest.mark.notebook
 def test_a_notebook_cell_shows_a_semif_error_as_its_message(tmp_path):
     """In a kernel, after `load_notebook_settings`: `ErrorName: message` and a hint, no library frames; the run stops there."""
     nbformat = pytest.importorskip("nbformat")

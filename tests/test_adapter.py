@@ -7,17 +7,9 @@ module; `test_adapter_lifecycle.py` starts its own for SIGTERM, startup failures
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 import httpx
@@ -26,73 +18,18 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from conftest import DATA, MAX_ABS_DIFF, ROOT, free_port
+from support.answers import MAX_ABS_DIFF, assert_error
+from support.paths import DATA
+from support.servers import ADAPTER_COMMAND, ServerProcess, free_port, running_server, server_env
+
+pytestmark = [pytest.mark.model, pytest.mark.server]  # every test here talks to the module's `semif serve` on the real model
 
 API_KEY = "test-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 MAX_PING_S = 2.0  # SageMaker's limit for /ping
 
 
-# ----------------------------------------------------------------- server processes
-@dataclass
-class ServerProcess:
-    proc: subprocess.Popen
-    url: str
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-def server_env(port: int, **extra: str) -> dict[str, str]:
-    """A clean SEMIF_* environment: small context, two threads, the embedded model."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEMIF_", "SM_LLAMA_CPP_"))}
-    env.update(SEMIF_HOST="127.0.0.1", SEMIF_PORT=str(port), SEMIF_N_CTX="2048", SEMIF_THREADS="2",
-               SEMIF_CACHE_TOKENS="1024", SEMIF_MODEL_DIR=str(ROOT / "does-not-exist"), PYTHONUNBUFFERED="1")
-    env.update(extra)
-    return env
-
-
-def stop_process(proc: subprocess.Popen, timeout: float = 30) -> int:
-    """SIGTERM, then SIGKILL if it does not exit in time; returns the exit status."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            return proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    return proc.wait(10)
-
-
-@contextmanager
-def running_server(command: list[str], env: dict[str, str], port: int, ready: str = "/ping",
-                   timeout: float = 120) -> Iterator[ServerProcess]:
-    """Start a server subprocess, wait until `ready` answers 200, and always stop it afterwards."""
-    log = tempfile.NamedTemporaryFile("w+b", prefix="semif-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    server = ServerProcess(proc, f"http://127.0.0.1:{port}", Path(log.name))
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}:\n{server.log()}")
-            try:
-                if httpx.get(server.url + ready, timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not ready after {timeout} s:\n{server.log()}")
-            time.sleep(0.2)
-        yield server
-    finally:
-        stop_process(proc)
-        log.close()
-
-
-ADAPTER_COMMAND = [sys.executable, "-m", "semif_lib.serving.app", "serve"]
-
-
+# ----------------------------------------------------------------- the server
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
     port = free_port()
@@ -129,16 +66,6 @@ def assert_close(a: dict, b: dict, tol: float = MAX_ABS_DIFF) -> None:
     assert pa.keys() == pb.keys()
     worst = max(abs(pa[k] - pb[k]) for k in pa)
     assert worst <= tol, f"max |dp| = {worst:.3f}"
-
-
-def assert_error(response: httpx.Response, status: int, field: str | None = None) -> dict:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    error = response.json()["error"]
-    assert set(error) == {"type", "message", "field"} and error["message"]
-    if field is not None:
-        assert error["field"] == field, error
-    return error
 
 
 @pytest.fixture(scope="module")

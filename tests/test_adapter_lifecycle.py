@@ -5,22 +5,18 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import httpx
+import pytest
 
-from conftest import DATA, free_port
-from test_adapter import (
-    ADAPTER_COMMAND,
-    running_server,
-    server_env,
-)
-
-SEMIF_SERVE = [sys.executable, "-m", "semif_lib.cli", "serve"]  # what the `semif serve` script runs
+from support.paths import DATA
+from support.servers import ADAPTER_COMMAND, SEMIF_SERVE, free_port, running_server, server_env
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_sigterm_during_a_request_completes_it_and_exits_0():
     port = free_port()
     with (DATA / "examples.jsonl").open() as fh:
@@ -60,6 +56,7 @@ def _run_until_exit(command: list[str], env: dict, timeout: float = 90) -> subpr
         raise AssertionError(f"server did not exit within {timeout} s: {exc.stderr}") from exc
 
 
+@pytest.mark.server  # a server process that must exit at startup (no model is loaded)
 def test_missing_model_is_a_clear_error_and_non_zero_exit(tmp_path):
     port = free_port()
     done = _run_until_exit(ADAPTER_COMMAND + ["--model", str(tmp_path / "nope.gguf")], server_env(port))
@@ -67,6 +64,7 @@ def test_missing_model_is_a_clear_error_and_non_zero_exit(tmp_path):
     assert "nope.gguf does not exist" in done.stderr and "SEMIF_MODEL_PATH" in done.stderr
 
 
+@pytest.mark.server  # a server process that must exit at startup (no model is loaded)
 def test_corrupt_model_found_in_model_dir_fails_at_startup(tmp_path):
     (tmp_path / "sub").mkdir()
     broken = tmp_path / "sub" / "broken.gguf"  # two levels under SEMIF_MODEL_DIR, as the DLC searches

@@ -17,9 +17,10 @@ from typing import Iterator
 import httpx
 import pytest
 
-from conftest import ROOT, free_port
-from fake_engines import CrashingEngine, GateEngine
-from test_adapter import assert_error
+from support.answers import assert_error
+from support.fake_engines import CrashingEngine, GateEngine, RoundEngine
+from support.paths import ROOT
+from support.servers import free_port
 
 SMALL = {"state": "s", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}
 
@@ -164,10 +165,10 @@ def test_a_dead_worker_answers_everyone_pings_503_and_stops_the_server():
 
 
 def start_fake_server(engine: str, **settings: object) -> tuple[subprocess.Popen, str]:
-    """`run_server` with a fake engine from fake_engines.py, as its own process; returns once /ping answers 200."""
+    """`run_server` with a fake engine from support/fake_engines.py, as its own process; returns once /ping answers 200."""
     port = free_port()
     script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-              f"from fake_engines import {engine}\n"
+              f"from support.fake_engines import {engine}\n"
               "from semif_lib.serving.app import run_server\n"
               "from semif_lib.settings import Settings\n"
               f"sys.exit(run_server(Settings(port={port}, **{settings!r}), engine_factory=lambda _: {engine}()))\n")
@@ -186,6 +187,7 @@ def start_fake_server(engine: str, **settings: object) -> tuple[subprocess.Popen
         time.sleep(0.1)
 
 
+@pytest.mark.server  # `run_server` as its own process, on a fake engine
 def test_a_dead_worker_makes_semif_serve_exit_non_zero():
     proc, url = start_fake_server("CrashingEngine")
     try:
@@ -222,6 +224,7 @@ def test_hostile_json_is_a_400_naming_the_field(body, field):
     assert engine.calls == 1  # only the good line reached the engine
 
 
+@pytest.mark.server  # `run_server` as its own process, on a fake engine
 def test_a_request_outliving_the_drain_window_gets_a_json_503_and_the_server_exits_0():
     """SIGTERM while a request cannot finish within SEMIF_DRAIN_S: a JSON 503 shutting_down with Retry-After
     (uvicorn alone would cancel it into a plain-text 500), then exit 0 before SageMaker's SIGKILL."""
@@ -247,8 +250,6 @@ def test_a_request_outliving_the_drain_window_gets_a_json_503_and_the_server_exi
 
 def test_a_request_is_answered_when_its_round_ends_not_when_the_whole_batch_does():
     """Requests drained together are scored in rounds; each is answered as its own round finishes."""
-    from fake_engines import RoundEngine
-
     engine = RoundEngine()
     with serving(engine) as (url, app):
         results: dict = {}

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from moto_support import *  # noqa: F401,F403
-from moto_support import client_error
+from support.aws import client_error
 
 
 def assert_one_line(exc: BaseException) -> str:

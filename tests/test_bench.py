@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from semif_lib.cli import main
 from semif_lib.measurement.bench import (
     PATHS,
@@ -19,6 +21,7 @@ def test_workload_shape():
     assert len(load_workload(quick=True)) == QUICK_STATES
 
 
+@pytest.mark.model
 def test_quick_modes_benchmark_writes_complete_results(tmp_path):
     out = tmp_path / "modes-quick.json"
     assert main(["bench", "modes", "--quick", "--threads", "2", "--output", str(out)]) == 0
@@ -70,6 +73,7 @@ def test_readme_quotes_the_full_results_verbatim():
     assert targets in readme and f"`{doc['command']}`" in readme
 
 
+@pytest.mark.model
 def test_residency_benchmark_writes_every_level_for_both_policies(tmp_path):
     out = tmp_path / "residency.json"
     assert main(["bench", "residency", "--states", "2", "--resident", "0,1", "--threads", "2", "--output", str(out)]) == 0

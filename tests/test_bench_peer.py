@@ -17,7 +17,9 @@ from semif_lib.errors import InvalidRequestError
 from semif_lib.measurement import peer, peer_protocol, peer_report, peer_types
 from semif_lib.measurement.workload import RESULTS_DIR
 
-from conftest import DATA, MAX_ABS_DIFF, free_port
+from support.answers import MAX_ABS_DIFF
+from support.paths import DATA
+from support.servers import free_port
 
 
 def _top(pairs: dict[str, float]) -> dict:
@@ -154,6 +156,7 @@ def llama_server(tmp_path_factory):
     stop_process(process.pid, timeout_s=30)
 
 
+@pytest.mark.server
 def test_llama_server_renders_and_tokenizes_the_same_prompt(llama_server, engine, example_requests):
     import httpx
 
@@ -172,6 +175,7 @@ def test_llama_server_renders_and_tokenizes_the_same_prompt(llama_server, engine
             assert answer["timings"]["prompt_n"] >= 1
 
 
+@pytest.mark.server
 def test_real_answers_agree_with_the_decision_path(llama_server, engine, example_requests):
     """Where the top 20 hold every option, llama-server's renormalised log-probs are the decision path's probabilities."""
     import httpx
@@ -188,6 +192,8 @@ def test_real_answers_agree_with_the_decision_path(llama_server, engine, example
     assert tally.agreement.max_dp <= MAX_ABS_DIFF
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_quick_run_end_to_end(llama_server, tmp_path):
     """`semif bench peer` on two short states and two clients: every path answers, the file has every figure."""
     out = tmp_path / "peer-quick.json"

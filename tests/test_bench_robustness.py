@@ -3,11 +3,16 @@ the figures the README quotes come from the full run on a quiet machine)."""
 
 from __future__ import annotations
 
+import pytest
+
 from semif_lib.measurement import robustness
 
-from conftest import free_port
+from support.paths import ROOT
+from support.servers import free_port
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_every_phase_runs_and_hostile_input_is_4xx(tmp_path):
     assert len(robustness.bad_input_cases()) >= 40
     with robustness.running_serve(free_port(), robustness.server_env(2), tmp_path / "serve.log") as url:
@@ -30,8 +35,6 @@ def test_every_phase_runs_and_hostile_input_is_4xx(tmp_path):
 
 def test_readme_quotes_the_robustness_results_verbatim():
     import json
-
-    from conftest import ROOT
 
     doc = json.loads((ROOT / "results" / "bench" / "robustness.json").read_text())
     for quoting in (ROOT / "docs" / "serving.md", ROOT / "README.md"):  # the full section, and the README's headline

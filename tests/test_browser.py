@@ -30,7 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port
+from support.paths import ROOT
+from support.servers import free_port
+
+# JupyterLab and chromium running notebooks 00 and 05, whose cells load the real model and start `semif serve`.
+pytestmark = [pytest.mark.browser, pytest.mark.notebook, pytest.mark.server, pytest.mark.model]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

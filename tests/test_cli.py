@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
 from semif_lib.cli import main
 
 
+@pytest.mark.model
 def test_score_writes_one_response_per_line_with_ids(tmp_path, example_requests):
     src = tmp_path / "in.jsonl"
     lines = [json.dumps(r) for r in example_requests[:2]] + ['{"id": "bad", "state": "s", "questions": {}}', "not json"]
@@ -17,6 +20,7 @@ def test_score_writes_one_response_per_line_with_ids(tmp_path, example_requests)
     assert records[3]["error"]["type"] == "invalid_request"
 
 
+@pytest.mark.model
 def test_score_prints_a_table(tmp_path, example_requests, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps(example_requests[0]) + "\n")
@@ -25,6 +29,7 @@ def test_score_prints_a_table(tmp_path, example_requests, capsys):
     assert "option_mass" in out and "ticket-refund" in out and "queue" in out
 
 
+@pytest.mark.model
 def test_score_keeps_hostile_lines_as_error_records_and_writes_as_it_goes(tmp_path, example_requests, monkeypatch):
     """A surrogate, deep nesting, NaN or a huge number is that line's 400; the lines before it are on disk already."""
     src = tmp_path / "in.jsonl"

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MAX_ABS_DIFF, ROOT, free_port
-from test_container import opt_ml_model  # noqa: F401 - fixture
+from support.answers import MAX_ABS_DIFF
+from support.paths import ROOT
+from support.servers import free_port
 
 LIB_DIR = Path(os.environ.get("SEMIF_TEST_LIBLLAMA_DIR", ROOT / ".semif" / "llama-cpp-b10435"))
 ENTRYPOINT = ROOT / "container" / "entrypoint.sh"
@@ -65,6 +66,7 @@ def test_without_backend_loading_no_model_can_load():
     assert out.stdout.strip() == "0"
 
 
+@pytest.mark.server
 def test_adapter_serves_on_the_external_library(opt_ml_model, engine, example_requests, tmp_path):
 
     from semif_lib.decision.schema import parse_request

@@ -16,7 +16,9 @@ import time
 import httpx
 import pytest
 
-from conftest import DATA, MAX_ABS_DIFF, flatten_probabilities, free_port
+from support.answers import MAX_ABS_DIFF, flatten_probabilities
+from support.paths import DATA
+from support.servers import free_port
 
 
 @pytest.fixture(scope="module")

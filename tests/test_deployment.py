@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from moto_support import *  # noqa: F401,F403
-
 
 # ------------------------------------------------------------------ environment
 def test_container_env_uses_the_twin_translation():

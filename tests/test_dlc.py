@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from moto_support import *  # noqa: F401,F403
-
 # aws/deep-learning-containers docs/reference/region_availability.md: regions with their own registry account
 OWN_ACCOUNTS = {
     "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-east-2": "975050140332", "ap-south-2": "772153158452",

@@ -16,7 +16,7 @@ from semif_lib.measurement.evaluation import (
     rotate_options,
 )
 
-from conftest import DATA
+from support.paths import DATA
 
 LABELED = DATA / "labeled"
 
@@ -55,6 +55,7 @@ def test_report_without_a_model_has_every_variant():
     assert "calibrated_oof" in format_report(report)
 
 
+@pytest.mark.model
 def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     """Every flag at once, on 8 requests; then the engine serves the file it wrote, calibrated.
 
@@ -96,6 +97,7 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     assert sum(answer.probabilities.values()) == pytest.approx(1.0)
 
 
+@pytest.mark.model  # DecisionEngine on the embedded GGUF, refused after hashing it
 def test_engine_refuses_a_calibration_file_for_another_model(tmp_path):
     from semif_lib.decision.calibrator import CalibrationMismatchError
     from semif_lib.decision.engine import DecisionEngine

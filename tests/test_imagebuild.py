@@ -6,7 +6,7 @@ import io
 import json
 import zipfile
 
-from moto_support import *  # noqa: F401,F403
+from support.dockerfile import dockerfile_base
 
 
 def test_source_zip_is_the_build_context_and_reproducible():
@@ -87,44 +87,6 @@ def test_unchanged_source_is_not_rebuilt(state, aws_settings):
 
 
 # ------------------------------------------------------------------ the Dockerfile's DLC variants (issue 14: arm64 repository)
-def _expand(text: str, args: dict[str, str]) -> str:
-    """Dockerfile ARG expansion as the docs define it: ${X}, ${X:-word}, ${X:+word}, words may nest."""
-    import re
-
-    pattern = re.compile(r"\$\{(\w+)(?::([-+])((?:[^{}]|\{[^{}]*\})*))?\}")
-    while (m := pattern.search(text)) is not None:
-        value = args.get(m.group(1), "")
-        if m.group(2) == "-":
-            value = value or _expand(m.group(3), args)
-        elif m.group(2) == "+":
-            value = _expand(m.group(3), args) if value else ""
-        text = text[:m.start()] + value + text[m.end():]
-    return text
-
-
-def dockerfile_base(build_args: dict[str, str]) -> str:
-    """The image the adapter's final stage starts from, for `docker build --build-arg ...`."""
-    from semif_lib.aws.imagebuild import REPO_ROOT
-
-    lines = [ln.strip() for ln in (REPO_ROOT / "container" / "Dockerfile").read_text().splitlines()
-             if ln.strip() and not ln.strip().startswith("#")]
-    first_from = next(i for i, ln in enumerate(lines) if ln.startswith("FROM "))
-    args = {}
-    for ln in lines[:first_from]:
-        name, _, default = ln[4:].partition("=")
-        args[name] = build_args.get(name, default)
-    stages: dict[str, str] = {}
-    image = ""
-    for ln in lines[first_from:]:
-        if not ln.startswith("FROM "):
-            continue
-        source, _, alias = _expand(ln[5:], args).partition(" AS ")
-        image = stages.get(source, source)
-        if alias:
-            stages[alias] = image
-    return image
-
-
 def test_every_dlc_variant_builds_on_its_own_repository():
     """`--build-arg DLC_VARIANT=arm64` starts from llama-cpp-arm64 (the arm64 repository), cpu and cuda from llama-cpp,
     and CodeBuild's BASE_IMAGE wins whatever the variant."""

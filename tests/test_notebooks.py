@@ -7,7 +7,7 @@
   `SEMIF_AWS_ENDPOINT_URL`, with fake credentials. moto has no `InvokeEndpointWithResponseStream`, so
   cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
   the tests pick ml.m5; moto's SageMaker descriptions carry empty structures that the SageMaker SDK
-  rejects, so the kernel strips them first (`moto_support.patch_sessions`).
+  rejects, so the kernel strips them first (`support.aws.patch_sessions`).
 * Container mode: notebooks 01-04 and 99, unedited, with `SEMIF_TARGET=container`: the DLC replica and the
   adapter image built from this checkout, run as SageMaker runs them (skipped without a container runtime).
 * Committed notebooks carry no outputs.
@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from support.aws import make_fake_gguf
+from support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -193,6 +194,9 @@ def _package_if_missing(env: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.timeout(NOTEBOOK_TIMEOUT_S.get(n, DEFAULT_NOTEBOOK_TIMEOUT_S)))
                                   for n in ALL_NOTEBOOKS])
+@pytest.mark.notebook
+@pytest.mark.model
+@pytest.mark.server  # notebooks 02, 04 and 05 serve the model locally
 def test_notebook_runs_locally(name, local_env):
     missing = [" or ".join(names) for names in BENCH_RESULTS
                if not any((ROOT / "results" / "bench" / f).is_file() for f in names)]
@@ -208,6 +212,9 @@ def test_notebook_runs_locally(name, local_env):
         assert not Path(local_env["SEMIF_STATE_FILE"]).exists(), "cleanup keeps the state file only when something failed"
 
 
+@pytest.mark.notebook  # what the local runs above left behind: it belongs to their tier
+@pytest.mark.model
+@pytest.mark.server
 def test_local_notebooks_leave_no_server_running(local_env):
     """Each notebook that starts a server stops it: nothing answers on the workshop ports."""
     from semif_lib.processes import is_answering
@@ -235,8 +242,6 @@ DECISION_RESULT = {"model": "SmolLM2-135M-Instruct.Q4_1",
 def moto_env(tmp_path_factory):
     pytest.importorskip("moto.server")
     from moto.server import ThreadedMotoServer
-
-    from moto_support import make_fake_gguf
 
     folder = tmp_path_factory.mktemp("notebooks-aws")
     gguf = make_fake_gguf(folder / "models" / "tiny-test.Q4_0.gguf")
@@ -294,9 +299,11 @@ def _leftovers(env: dict[str, str]) -> list[str]:
 
 
 MOTO_KERNEL_SETUP = (f"_sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
-                     "import moto_support as _moto_support\n_moto_support.patch_sessions()  # moto's {} members, as AWS omits them")
+                     "from support.aws import patch_sessions as _patch_sessions\n_patch_sessions()  # moto's {} members, as AWS omits them")
 
 
+@pytest.mark.notebook
+@pytest.mark.aws
 @pytest.mark.timeout(600)
 def test_aws_notebooks_on_moto(moto_env, monkeypatch):
     """01 -> 04 create every resource through real HTTP calls to moto; 99 deletes all of it. No notebook is
@@ -334,6 +341,8 @@ def test_aws_notebooks_on_moto(moto_env, monkeypatch):
 
 
 # ====================================================================== container mode
+@pytest.mark.notebook
+@pytest.mark.model
 @pytest.mark.timeout(900)
 def test_workshop_notebooks_on_the_images(container_runtime, replica_image, tmp_path):
     """`SEMIF_TARGET=container`: the same cells run the text DLC (the replica: no AWS credentials here) and the

@@ -8,7 +8,7 @@ import tomllib
 
 import yaml
 
-from conftest import ROOT
+from support.paths import ROOT
 
 
 def test_import_is_cheap():

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import tarfile
 
-from moto_support import *  # noqa: F401,F403
-from moto_support import make_fake_gguf
+from support.aws import make_fake_gguf
 
 
 def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):

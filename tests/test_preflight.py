@@ -9,8 +9,7 @@ import json
 
 import pytest
 
-from moto_support import *  # noqa: F401,F403
-from moto_support import client_error
+from support.aws import client_error
 
 
 def _values(settings, run_id):

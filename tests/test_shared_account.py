@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from moto_support import *  # noqa: F401,F403
-
 
 def _run(aws_settings, run_id: str, region: str = "us-east-1"):
     from semif_lib import workshop

@@ -12,8 +12,8 @@ from typing import Iterator
 import httpx
 import pytest
 
-from conftest import ROOT, free_port
-from test_adapter import running_server, server_env
+from support.paths import ROOT
+from support.servers import free_port, running_server, server_env
 
 API_KEY = "twin-secret"
 ALIAS = "smollm2-twin"
@@ -30,7 +30,8 @@ class TextEndpoint:
     kind: str
 
 
-@pytest.fixture(scope="module", params=["twin", "dlc-replica"])
+@pytest.fixture(scope="module", params=[pytest.param("twin", marks=[pytest.mark.model, pytest.mark.server]),
+                                        pytest.param("dlc-replica", marks=[pytest.mark.model, pytest.mark.container])])
 def twin(request) -> Iterator[TextEndpoint]:
     """The text path, twice: `semif serve-text` as a process, and the DLC replica image (llama-server behind
     nginx) run as SageMaker runs it, both configured by the same SM_LLAMA_CPP_* variables."""
@@ -157,6 +158,7 @@ def _serve_text_exits(env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "semif_lib.cli", "serve-text"], env=env, capture_output=True, text=True, timeout=90)
 
 
+@pytest.mark.server  # `semif serve-text` processes that must exit at startup (no model is loaded)
 def test_bad_settings_and_missing_model_exit_non_zero(tmp_path):
     port = free_port()
     bad = _serve_text_exits(server_env(port, SM_LLAMA_CPP_CTX_SIZE="lots"))

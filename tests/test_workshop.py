@@ -7,8 +7,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from moto_support import *  # noqa: F401,F403
-
 
 def _run_every_aws_step(settings, st, gguf, tmp_path):
     from semif_lib import workshop

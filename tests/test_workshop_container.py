@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import DATA, free_port
+from support.paths import DATA
+from support.servers import free_port
 
 
 @pytest.fixture
@@ -22,6 +23,7 @@ def container_settings(tmp_path, monkeypatch, container_runtime, replica_image):
                     local_decision_url=f"http://127.0.0.1:{free_port()}", local_text_url=f"http://127.0.0.1:{free_port()}")
 
 
+@pytest.mark.model
 def test_the_workshop_steps_run_on_the_images(container_settings, container_runtime, example_requests):
     from semif_lib import workshop
     from semif_lib.containers import ADAPTER_IMAGE, REPLICA_IMAGE

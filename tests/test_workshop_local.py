@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import free_port
+from support.servers import free_port
+
+pytestmark = [pytest.mark.model, pytest.mark.server]  # the workshop steps start `semif serve` / `semif serve-text` on the real model
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,7 @@
-"""Fixtures for the AWS tests: moto in-process (`mock_aws`), settings pointing at it, a tiny GGUF.
+"""Helpers for the AWS tests on moto: a tiny GGUF, the errors moto does not raise, the SDK patch.
 
-Import the fixtures into a test module with `from moto_support import *  # noqa: F401,F403`.
-moto 5.2.5's SageMaker instance-type list is old, so the tests pick ml.m5.large; the real
-defaults (ml.c6i / ml.g6) stay in Settings.
+The fixtures (`aws`, `aws_credentials`, `aws_settings`, `state`, `fake_gguf`) are in
+`support/fixtures_aws.py`, registered for every test module by `tests/conftest.py`.
 
 moto's SageMaker describe responses carry empty structures (`VpcConfig: {}`, `DataCaptureConfig: {}`)
 where AWS leaves the member out, and the SageMaker SDK's v3 resources (`sagemaker.core.resources`)
@@ -16,10 +15,6 @@ import functools
 import struct
 from pathlib import Path
 from typing import Any
-
-import pytest
-
-__all__ = ["aws", "aws_credentials", "aws_settings", "client_error", "fake_gguf", "make_fake_gguf", "patch_sessions", "state"]
 
 REGION = "us-east-1"
 
@@ -72,46 +67,3 @@ def patch_sessions() -> None:
     session.moto_patched = True
     session.__wrapped__ = original
     clients._session = session
-
-
-@pytest.fixture
-def fake_gguf(tmp_path) -> Path:
-    return make_fake_gguf(tmp_path / "models" / "tiny-test.Q4_0.gguf")
-
-
-@pytest.fixture
-def aws_credentials(monkeypatch):
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                       "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    from semif_lib.aws import clients as aws_module
-
-    patch_sessions()
-    aws_module.reset_sessions()
-    yield
-    aws_module.reset_sessions()
-
-
-@pytest.fixture
-def aws(aws_credentials):
-    from moto import mock_aws
-
-    with mock_aws():
-        yield
-
-
-@pytest.fixture
-def aws_settings(tmp_path):
-    from semif_lib.settings import Settings
-
-    return Settings(target="aws", aws_region=REGION, state_file=tmp_path / "state" / "workshop_state.json",
-                    instance_type="ml.m5.large", gpu_instance_type="ml.g4dn.xlarge", transform_instance_type="ml.m5.large",
-                    gpu_transform_instance_type="ml.g4dn.xlarge", run_id="t3st01", model_dir=tmp_path / "no-model-dir")
-
-
-@pytest.fixture
-def state(aws, aws_settings):
-    from semif_lib.workshop import load_state
-
-    return load_state(aws_settings)
