@@ -1,4 +1,8 @@
-"""The adapter Dockerfile read as `docker build` reads it: which image its final stage starts from."""
+"""The adapter Dockerfile read as `docker build` reads it: which image its final stage starts from.
+
+The lines and ARGs come from `semif_lib.dockerfile` (the parser notebook 03's check uses); the ARG
+expansion in FROM lines is only needed here.
+"""
 
 from __future__ import annotations
 
@@ -22,18 +26,13 @@ def _expand(text: str, args: dict[str, str]) -> str:
 
 def dockerfile_base(build_args: dict[str, str]) -> str:
     """The image the adapter's final stage starts from, for `docker build --build-arg ...`."""
-    lines = [ln.strip() for ln in (ROOT / "container" / "Dockerfile").read_text().splitlines()
-             if ln.strip() and not ln.strip().startswith("#")]
-    first_from = next(i for i, ln in enumerate(lines) if ln.startswith("FROM "))
-    args = {}
-    for ln in lines[:first_from]:
-        name, _, default = ln[4:].partition("=")
-        args[name] = build_args.get(name, default)
+    from semif_lib.dockerfile import Dockerfile
+
+    dockerfile = Dockerfile.read(ROOT / "container" / "Dockerfile")
+    args = {name: build_args.get(name, default) for name, default in dockerfile.global_args().items()}
     stages: dict[str, str] = {}
     image = ""
-    for ln in lines[first_from:]:
-        if not ln.startswith("FROM "):
-            continue
+    for ln in dockerfile.instructions("FROM "):
         source, _, alias = _expand(ln[5:], args).partition(" AS ")
         image = stages.get(source, source)
         if alias:
