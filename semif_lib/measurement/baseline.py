@@ -126,7 +126,8 @@ def parse_generation(request: DecisionRequest, text: str) -> tuple[bool, bool, d
     return True, complete, answers
 
 
-def generate_json_answers(llm: "Llama", request: DecisionRequest | dict, reset: bool = True, max_tokens: int | None = None) -> GenerationResult:
+def generate_json_answers(llm: "Llama", request: DecisionRequest | dict, reset: bool = True,
+                          max_tokens: int | None = None) -> GenerationResult:
     """Greedy generation of a JSON array of answers: the text path's way to the same decisions."""
     if not isinstance(request, DecisionRequest):
         request = parse_request(request)

@@ -5,7 +5,8 @@ separate process with `running_serve` (over the project's one server harness,
 `processes.start_server`) and its `server_env`, and time each call with
 `post_json`; `bench` (`semif bench modes`, in process) times engine calls with `time_call`.
 Every benchmark refuses an unknown `--paths` name with `refuse_unknown` before anything starts,
-and rounds its figures with `rounded`.
+rounds its figures with `rounded`, and stops with `BenchmarkError` when a premise of the
+measurement fails.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, SemifError
 from ..processes import start_server
 
-__all__ = ["percentile", "post_json", "refuse_unknown", "rounded", "running_serve", "server_env", "time_call"]
+__all__ = ["BenchmarkError", "percentile", "post_json", "refuse_unknown", "rounded", "running_serve", "server_env", "time_call"]
 
 T = TypeVar("T")
 SERVE_STARTUP_S = 180.0  # loading the model and warming up on 2 busy cores
+
+
+class BenchmarkError(SemifError):
+    """A premise of the measurement failed (a request that must hit the prefix cache missed it), so its figures would lie."""
 
 
 @contextmanager

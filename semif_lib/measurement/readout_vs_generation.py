@@ -1,0 +1,79 @@
+"""`semif bench readout-vs-generation`: 21 criteria on one state, read out directly against the model writing them as JSON.
+
+Both sides run cold (the cache cleared, the chat model reset) on the same request; the result is
+the median of N runs each, the output tokens each side produced and how often the generated
+answers agree with the readout's argmax.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .workload import DATA_DIR
+
+__all__ = ["READOUT_RUNS", "SINGLE_STATE", "plot_readout_vs_generation", "run_readout_vs_generation"]
+
+SINGLE_STATE = DATA_DIR / "bench_single_state.json"
+READOUT_RUNS = 3  # cold runs of each side; the median is reported
+
+
+def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, runs: int = READOUT_RUNS,
+                              progress: bool = True) -> dict[str, Any]:
+    """Direct readout against greedy JSON generation of the same answers, median of `runs` cold runs."""
+    from tqdm.auto import tqdm
+
+    from ..decision.engine import DecisionEngine
+    from ..decision.schema import parse_request
+    from .baseline import generate_json_answers, open_chat_model
+
+    request = parse_request(json.loads(request_path.read_text()))
+    engine = DecisionEngine(settings)
+    llm = open_chat_model(settings)
+    readout_s: list[float] = []
+    gen_s: list[float] = []
+    gens = []
+    response = None
+    for _ in tqdm(range(runs), desc="readout vs generation", unit="run", file=sys.stderr, disable=not progress):
+        engine.clear_cache()  # cold: both sides read the state from scratch
+        t0 = time.perf_counter()
+        response = engine.score(request, mode="parallel")
+        readout_s.append(time.perf_counter() - t0)
+        result = generate_json_answers(llm, request, reset=True)
+        gen_s.append(result.seconds)
+        gens.append(result)
+    engine.close()
+    argmax = {qid: (ans.noul >= 0.5 if ans.type == "noul" else getattr(ans, "choice", None) or round(ans.score))
+              for qid, ans in response.answers.items()}
+    last = gens[-1]
+    agree = sum(last.answers.get(q) == a for q, a in argmax.items())
+    readout_med, gen_med = statistics.median(readout_s), statistics.median(gen_s)
+    return {
+        "questions": len(request.questions),
+        "readout": {"median_s": round(readout_med, 3), "runs_s": [round(x, 3) for x in readout_s], "output_tokens": 0,
+                    "input_tokens": response.usage.input_tokens, "well_formed": True},
+        "generation": {"median_s": round(gen_med, 3), "runs_s": [round(x, 3) for x in gen_s],
+                       "output_tokens": last.output_tokens, "prompt_tokens": last.prompt_tokens,
+                       "valid_json_runs": sum(g.valid_json for g in gens), "complete_runs": sum(g.complete for g in gens),
+                       "runs": len(gens), "text_head": last.text[:200]},
+        "speedup_readout_vs_generation": round(gen_med / readout_med, 3),
+        "generation_agrees_with_readout_argmax": f"{agree}/{len(argmax)}",
+    }
+
+
+def plot_readout_vs_generation(doc: dict[str, Any]) -> Any:
+    """Wall time of direct readout against generating the same answers as JSON."""
+    import matplotlib.pyplot as plt
+
+    labels = ["readout\n(0 output tokens)", f"JSON generation\n({doc['generation']['output_tokens']} output tokens)"]
+    values = [doc["readout"]["median_s"], doc["generation"]["median_s"]]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    bars = ax.barh(labels, values, color=["#3b7dd8", "#bbbbbb"])
+    ax.bar_label(bars, fmt="%.2f s")
+    ax.set_xlabel(f"median seconds, {doc['questions']} questions on one state")
+    fig.tight_layout()
+    return fig
