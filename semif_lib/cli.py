@@ -93,7 +93,8 @@ def command_score(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="semif", description="Decisions as probabilities over declared options, read from one llama.cpp forward pass.")
+    parser = argparse.ArgumentParser(
+        prog="semif", description="Decisions as probabilities over declared options, read from one llama.cpp forward pass.")
     sub = parser.add_subparsers(dest="command", required=True)
     score = sub.add_parser("score", help="score JSON Lines decision requests")
     score.add_argument("input", help="JSON Lines file, one request with an \"id\" per line ('-' for stdin)")

@@ -71,13 +71,16 @@ class Settings(BaseSettings):
     # --- work one request may ask for (over a limit: 413 naming the limit and the value) ---
     max_questions: int = Field(128, ge=1, le=256, description="Questions in one request (the 37x21 workload asks 21).")
     max_options: int = Field(255, ge=2, le=255, description="Options of one choice question.")
-    max_branch_tokens: int = Field(16384, ge=64, description="Tokens decoded after the prefix for one request (sequence readouts add one branch per option).")
+    max_branch_tokens: int = Field(
+        16384, ge=64, description="Tokens decoded after the prefix for one request (sequence readouts add one branch per option).")
 
     # --- fault injection, for tests only: decodes that fail as if llama_decode had failed ---
-    fault_decodes: list[int] = Field(default_factory=list, description="1-based numbers of the llama_decode calls that fail (JSON list, e.g. [3, 7]).")
+    fault_decodes: list[int] = Field(
+        default_factory=list, description="1-based numbers of the llama_decode calls that fail (JSON list, e.g. [3, 7]).")
     fault_rate: float = Field(0.0, ge=0.0, le=1.0, description="Probability that any llama_decode call fails (seeded by fault_seed).")
     fault_seed: int = Field(0, description="Seed of the random decode faults.")
-    check_invariants: bool = Field(False, description="Check the KV bookkeeping after every request (a broken one answers 500); tests turn it on.")
+    check_invariants: bool = Field(
+        False, description="Check the KV bookkeeping after every request (a broken one answers 500); tests turn it on.")
 
     # --- adapter server ---
     host: str = Field("127.0.0.1", description="Bind address; the container sets 0.0.0.0.")
@@ -85,9 +88,12 @@ class Settings(BaseSettings):
     api_key: str | None = Field(None, description="Bearer token checked when set (local use only).")
     queue_size: int = Field(64, ge=1, le=100000, description="Requests waiting for the worker before 503.")
     max_body_bytes: int = Field(6_291_456, ge=1024, description="SageMaker's real-time payload limit.")
-    drain_s: float = Field(25.0, gt=0, le=SAGEMAKER_KILL_AFTER_S - DRAIN_TAIL_S - 1,
-                           description="After SIGTERM, a request still unanswered this long gets a 503 shutting_down (SageMaker sends SIGKILL 30 s after SIGTERM).")
-    request_timeout_s: float = Field(55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
+    drain_s: float = Field(
+        25.0, gt=0, le=SAGEMAKER_KILL_AFTER_S - DRAIN_TAIL_S - 1,
+        description="After SIGTERM, a request still unanswered this long gets a 503 shutting_down "
+                    "(SageMaker sends SIGKILL 30 s after SIGTERM).")
+    request_timeout_s: float = Field(
+        55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
 
     # --- calibration and workshop ---
     calibration: Path | None = Field(None, description="Calibration file applied to every answer.")
@@ -97,13 +103,20 @@ class Settings(BaseSettings):
     results_dir: Path = Field(Path("results"), description="Where benchmarks and evaluations write JSON.")
 
     # --- AWS workshop (semif_lib.workshop, packaging, deployment, imagebuild, scaling) ---
-    run_id: str | None = Field(None, pattern=r"^[a-z0-9]{4,12}$", description="Suffix on every resource name; default: a random one kept in the state file.")
-    aws_region: str | None = Field(None, description="AWS region; default: the boto3 session's (AWS_REGION / AWS_DEFAULT_REGION / profile).")
-    aws_endpoint_url: str | None = Field(None, description="One endpoint URL for every AWS client (a moto server in tests); unset for real AWS.")
-    s3_bucket: str | None = Field(None, description="Bucket for models, build sources and batch data; default semif-sagemaker-<account>-<region> (the name Studio's default role may use), created private.")
+    run_id: str | None = Field(
+        None, pattern=r"^[a-z0-9]{4,12}$", description="Suffix on every resource name; default: a random one kept in the state file.")
+    aws_region: str | None = Field(
+        None, description="AWS region; default: the boto3 session's (AWS_REGION / AWS_DEFAULT_REGION / profile).")
+    aws_endpoint_url: str | None = Field(
+        None, description="One endpoint URL for every AWS client (a moto server in tests); unset for real AWS.")
+    s3_bucket: str | None = Field(
+        None, description="Bucket for models, build sources and batch data; default semif-sagemaker-<account>-<region> (the name Studio's "
+                          "default role may use), created private.")
     s3_prefix: str = Field("semif-workshop", description="Key prefix inside the bucket; each run writes under <prefix>/<run id>/.")
-    role_arn: str | None = Field(None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
-    dlc_variant: Literal["cpu", "cuda", "arm64"] = Field("cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
+    role_arn: str | None = Field(
+        None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
+    dlc_variant: Literal["cpu", "cuda", "arm64"] = Field(
+        "cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
     instance_type: str = Field("ml.c6i.xlarge", description="Real-time endpoint instance (cpu / arm64 variants).")
     gpu_instance_type: str = Field("ml.g6.xlarge", description="Real-time endpoint instance for the cuda variant.")
     arm_instance_type: str = Field("ml.c7g.xlarge", description="Real-time endpoint instance for the arm64 variant (Graviton).")
@@ -113,10 +126,15 @@ class Settings(BaseSettings):
     local_decision_url: str = Field("http://127.0.0.1:8080", description="Local decision adapter (`semif serve`) for target=local.")
     local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")
     # --- containers (semif_lib.containers: the `container` target, container tests, `semif bench peer`) ---
-    container_runtime: str | None = Field(None, description="docker or podman CLI to use (`none`: no containers); default: podman, else docker.")
-    base_image: str | None = Field(None, description="Base of the DLC replica image; default localhost/semif-debian:bookworm if built (no registry), else debian:bookworm-slim.")
-    llama_server: Path | None = Field(None, description="llama-server binary for the native text server; default: container/build_libllama.sh's build, else PATH.")
-    gpu_transform_instance_type: str = Field("ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
+    container_runtime: str | None = Field(
+        None, description="docker or podman CLI to use (`none`: no containers); default: podman, else docker.")
+    base_image: str | None = Field(
+        None, description="Base of the DLC replica image; default localhost/semif-debian:bookworm if built (no registry), else "
+                          "debian:bookworm-slim.")
+    llama_server: Path | None = Field(
+        None, description="llama-server binary for the native text server; default: container/build_libllama.sh's build, else PATH.")
+    gpu_transform_instance_type: str = Field(
+        "ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
 
 
 def load_settings(**overrides: object) -> Settings:

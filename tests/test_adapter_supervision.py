@@ -98,7 +98,7 @@ def test_an_answered_request_no_longer_counts_as_pending_when_its_client_sees_th
     real_resolve = worker_module.resolve_job
     engine = GateEngine()
     engine.gate.set()
-    with serving(engine, request_timeout_s=0.3) as (url, app):
+    with serving(engine, request_timeout_s=1.0) as (url, app):
         def resolve(job, results):
             seen.append(app.state.worker.pending)
             real_resolve(job, results)
@@ -113,7 +113,7 @@ def test_an_answered_request_no_longer_counts_as_pending_when_its_client_sees_th
             assert engine.started.acquire(timeout=10)
         late = post_in_background(url, results, "late")
         wait_until(lambda: app.state.worker.queued == 1, "the late request to queue")
-        time.sleep(0.5)
+        time.sleep(1.2)  # past SEMIF_REQUEST_TIMEOUT, well within the held request's 2x answer deadline (a loaded CI machine)
         engine.gate.set()
         held.join(10), late.join(10)
         assert results["held"].status_code == 200 and results["late"].status_code == 503
@@ -123,13 +123,13 @@ def test_an_answered_request_no_longer_counts_as_pending_when_its_client_sees_th
 
 def test_a_request_past_the_timeout_gets_503_instead_of_work():
     engine = GateEngine()
-    with serving(engine, request_timeout_s=0.3) as (url, app):
+    with serving(engine, request_timeout_s=1.0) as (url, app):
         results: dict = {}
         first = post_in_background(url, results, "first")
         assert engine.started.acquire(timeout=10)
         late = post_in_background(url, results, "late")
         wait_until(lambda: app.state.worker.queued == 1, "the late request to queue")
-        time.sleep(0.5)  # it now waits longer than SEMIF_REQUEST_TIMEOUT
+        time.sleep(1.2)  # it now waits longer than SEMIF_REQUEST_TIMEOUT; the first, held as long, is within its 2x deadline
         engine.gate.set()
         first.join(10), late.join(10)
         assert results["first"].status_code == 200

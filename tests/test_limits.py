@@ -99,3 +99,20 @@ def test_over_http_300_questions_are_a_413_for_json_and_for_each_json_lines_reco
         big, small = (json.loads(line) for line in response.text.splitlines())
         assert big["id"] == "big" and big["status"] == 413 and "SEMIF_MAX_QUESTIONS" in big["error"]["message"]
         assert small["id"] == "small" and "answers" in small
+
+
+def test_a_body_over_its_limit_names_semif_max_body_bytes():
+    import asyncio
+
+    from semif_lib.serving.wire import read_limited_body
+
+    class Body:
+        headers = {"content-length": "5000"}
+
+        async def stream(self):
+            yield b"x" * 5000
+
+    with pytest.raises(PayloadTooLargeError) as info:
+        asyncio.run(read_limited_body(Body(), 1024))
+    assert info.value.field == "body"
+    assert info.value.message.startswith("body is 5000 bytes; the limit is 1024 bytes (SEMIF_MAX_BODY_BYTES)")

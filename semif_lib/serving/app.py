@@ -96,7 +96,7 @@ def create_app(
     drain = Drain(window_s=settings.drain_s)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):  # noqa: ANN202
+    async def lifespan(app: FastAPI):
         worker.start()
         try:
             yield
@@ -192,11 +192,15 @@ def _invocation_doc() -> dict[str, Any]:
     """
     return {
         "responses": {
-            200: {"model": DecisionResponse, "description": "One response; for application/jsonlines, one response per line, each with its id.",
+            200: {"model": DecisionResponse,
+                  "description": "One response; for application/jsonlines, one response per line, each with its id.",
                   "content": {"application/jsonlines": {"schema": {"type": "string"}}}},
-            400: {"model": ErrorBody, "description": "Malformed JSON, non-UTF-8 body, invalid request or options without distinct answer tokens."},
+            400: {"model": ErrorBody,
+                  "description": "Malformed JSON, non-UTF-8 body, invalid request or options without distinct answer tokens."},
             401: {"model": ErrorBody, "description": "SEMIF_API_KEY is set and the bearer token is missing or wrong."},
-            413: {"model": ErrorBody, "description": "Body over the payload limit, or a state longer than the context."},
+            413: {"model": ErrorBody,
+                  "description": "Over a limit, named in the message: the body (SEMIF_MAX_BODY_BYTES), questions (SEMIF_MAX_QUESTIONS), "
+                                 "options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS) or the context (SEMIF_N_CTX)."},
             415: {"model": ErrorBody, "description": "Content type other than application/json or application/jsonlines."},
             503: {"model": ErrorBody, "description": "Queue full or model loading; retry after Retry-After seconds."},
         },
@@ -216,12 +220,13 @@ def _add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Se
     from fastapi import Request
     from fastapi.responses import Response
 
-    async def invoke(request: Request) -> Any:  # noqa: C901 - one flow, read top to bottom
+    async def invoke(request: Request) -> Any:  # one flow, read top to bottom
         _check_auth(request, settings)
         ctype = read_content_type(request.headers.get("content-type")) or "application/json"
         jsonlines = ctype in JSONLINES_TYPES
         if not jsonlines and ctype not in JSON_TYPES:
-            raise UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json, or application/jsonlines with one request per line", field="content-type")
+            raise UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json, "
+                                            "or application/jsonlines with one request per line", field="content-type")
         mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
         if mode is not None and mode not in MODES:
             raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")

@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..decision.schema import DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
-from ..errors import InvalidRequestError, PayloadTooLargeError, SemifError, ServiceBusyError, UnauthorizedError
+from ..errors import InvalidRequestError, SemifError, ServiceBusyError, UnauthorizedError
 from ..jsonlines import decode_utf8, iter_records, split_lines
+from ..limits import refuse_limit
 
 __all__ = [
     "CUSTOM_ATTRIBUTES_HEADER",
@@ -116,8 +117,7 @@ async def read_limited_body(request: Any, limit: int) -> bytes:
             continue
         chunks.append(chunk)
     if too_large:
-        shown = declared if declared.isdigit() else f"more than {limit}"
-        raise PayloadTooLargeError(f"body is {shown} bytes; the limit is {limit} bytes (SageMaker's real-time payload limit)", field="body")
+        raise refuse_limit("max_body_bytes", declared if declared.isdigit() else f"more than {limit}", limit, field="body")
     return b"".join(chunks)
 
 

@@ -132,7 +132,8 @@ class InferenceWorker:
             if self._closing:
                 raise ShuttingDownError("the server is shutting down (SIGTERM); retry (another instance will answer)", retry_after=1)
             if len(self._jobs) >= self.max_queue:
-                raise ServiceBusyError(f"{len(self._jobs)} requests are already waiting (SEMIF_QUEUE_SIZE={self.max_queue}); retry shortly", retry_after=1)
+                raise ServiceBusyError(f"{len(self._jobs)} requests are already waiting (SEMIF_QUEUE_SIZE={self.max_queue}); retry shortly",
+                                       retry_after=1)
             self._jobs.append(job)
             self._pending += 1
             self._cond.notify()
@@ -178,7 +179,7 @@ class InferenceWorker:
                     self._jobs.clear()
                 try:
                     self._process(self._admit(jobs))
-                except Exception as exc:  # noqa: BLE001 - never leave a client waiting on a worker bug
+                except Exception as exc:  # never leave a client waiting on a worker bug
                     log.exception("worker failed on %d jobs", len(jobs))
                     for job in jobs:  # _answer skips the ones already answered
                         self._answer(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
@@ -282,7 +283,7 @@ class InferenceWorker:
         if len(requests) > 1 and hasattr(engine, "score_batch"):
             try:
                 out = list(engine.score_batch(requests, mode=mode, on_done=on_done))
-            except Exception:  # noqa: BLE001 - fall back to one request at a time
+            except Exception:  # fall back to one request at a time
                 log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
                 out = None
             if out is not None and len(out) != len(requests):
@@ -302,6 +303,6 @@ class InferenceWorker:
             return self.engine.score(request, mode=mode)
         except SemifError as exc:
             return exc
-        except Exception as exc:  # noqa: BLE001 - a bug must answer 500 for this request, not kill the worker
+        except Exception as exc:  # a bug must answer 500 for this request, not kill the worker
             log.exception("engine.score failed")
             return SemifError(f"internal error while scoring: {type(exc).__name__}: {exc}")
