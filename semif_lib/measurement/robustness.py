@@ -189,7 +189,7 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
         ("numeric instructions", body(req({"q": {"type": "noul", "instructions": 5}})), {}, "/invocations", 400),
         ("state is a number", body(req(state=42)), {}, "/invocations", 400),
         ("one option", body(choice({"a": None})), {}, "/invocations", 400),
-        ("256 options", body(choice({f"o{i}": None for i in range(256)})), {}, "/invocations", 400),
+        ("256 options", body(choice({f"o{i}": None for i in range(256)})), {}, "/invocations", 413),  # over SEMIF_MAX_OPTIONS: a limit
         ("options as a list", body(choice(["a", "b"])), {}, "/invocations", 400),
         ("one score level", body(req({"q": {"type": "score", "instructions": "x", "criteria": ["only"]}})), {}, "/invocations", 400),
         ("eleven score levels", body(req({"q": {"type": "score", "instructions": "x", "criteria": [str(i) for i in range(11)]}})), {},
