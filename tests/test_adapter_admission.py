@@ -120,3 +120,12 @@ def test_the_drain_window_and_its_tail_fit_before_sagemakers_sigkill():
     assert drain.worker_budget_s >= drain.server_timeout_s  # the worker may finish what uvicorn waited for
     with pytest.raises(ValueError):
         Settings(drain_s=ceiling + 0.5)
+
+
+def test_the_text_twin_drains_within_the_same_setting(tmp_path):
+    from semif_lib.serving.texttwin import build_text_config
+
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")  # discovery only; nothing is loaded here
+    assert build_text_config(Settings(model_path=gguf, drain_s=3), {}).drain_s == 3
+    assert build_text_config(Settings(model_path=gguf), {}).drain_s == Drain().window_s

@@ -27,7 +27,7 @@ from ..arguments import add_engine_arguments, run_command
 from ..errors import ModelLoadError, SemifError
 from ..llama_flags import SM_PREFIX, parse_flags, translate_sm_env
 from ..settings import Settings, load_settings
-from .runner import serve_uvicorn
+from .runner import DEFAULT_DRAIN_S, Drain, serve_uvicorn
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
@@ -91,6 +91,7 @@ class TextTwinConfig:
     server: dict[str, Any]
     flags: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    drain_s: float = DEFAULT_DRAIN_S  # SEMIF_DRAIN_S, as `semif serve` drains
 
 
 def map_flags(flags: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
@@ -143,6 +144,7 @@ def build_text_config(settings: Settings, env: Mapping[str, str], model: Path | 
         server=server_settings,
         flags=flags,
         ignored=ignored,
+        drain_s=settings.drain_s,
     )
 
 
@@ -185,7 +187,7 @@ def run_text_server(config: TextTwinConfig) -> int:
         log.warning("llama-server flags the twin cannot honour (ignored): %s", " ".join(config.ignored))
     log.info("model %s, flags from SM_LLAMA_CPP_*: %s", config.model_path, " ".join(config.flags) or "(none)")
     app = create_text_app(config)
-    server = serve_uvicorn(app, config.host, config.port)
+    server = serve_uvicorn(app, config.host, config.port, drain=Drain(window_s=config.drain_s))
     return 0 if server.started else 1
 
 
