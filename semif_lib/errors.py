@@ -34,7 +34,8 @@ class UnauthorizedError(SemifError):
 
 
 class PayloadTooLargeError(SemifError):
-    """Body or prompt beyond a hard limit (6 MB body, context window)."""
+    """Work over a limit (the body, questions, options, branch tokens, the context); built by `limits.refuse_limit`,
+    so the message names the `SEMIF_*` variable and the value."""
 
     status_code = 413
     error_type = "payload_too_large"
