@@ -2,7 +2,10 @@
 
 Committed results files read into `PeerResults` and write back byte for byte; a misspelt or
 missing figure fails where the summary is built or the file is read; argmax agreement and max
-|Δp|, "first N questions" and the peer benchmark's defaults each have one source.
+|Δp|, "first N questions" and the peer benchmark's defaults each have one source. The whole
+`semif bench peer` command runs against fake servers (no process, no model): every path, the
+client phase, the checkpoints, the Markdown and the plot, and a misspelt figure stops it after
+its first state.
 """
 
 from __future__ import annotations
@@ -101,3 +104,122 @@ def test_bench_peer_flags_default_to_the_config(capsys):
         build_parser().parse_args(["bench", "peer", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"default {peer_run.PeerConfig().n_ctx}" in help_text and f"default {peer_run.PeerConfig().port}" in help_text
+
+
+# ---------------------------------------------------------------- the whole `semif bench peer` against fake servers
+SLOT_TOKENS = ("Yes", "No", "A", "B", "C", "D", "E", "0", "1", "2", "3", "4")
+
+
+class _FakeResponse:
+    def __init__(self, body: dict) -> None:
+        self.status_code, self._body, self.text = 200, body, json.dumps(body)
+
+    def json(self) -> dict:
+        return self._body
+
+
+class _FakeServers:
+    """`semif serve` at http://decision and llama-server at http://text, answering as they do (what the run reads only)."""
+
+    calls: list[str] = []
+
+    def __init__(self, timeout: float | None = None) -> None:
+        pass
+
+    def __enter__(self) -> "_FakeServers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def post(self, url: str, json: dict) -> _FakeResponse:
+        type(self).calls.append(url)
+        if url.startswith("http://decision"):
+            return _FakeResponse(self._decision(json))
+        timings = {"prompt_n": 300, "prompt_ms": 30.0, "predicted_ms": 1.0}
+        if json.get("logprobs"):
+            top = [{"token": t, "logprob": -0.1 * (i + 1)} for i, t in enumerate(SLOT_TOKENS)]
+            return _FakeResponse({"choices": [{"logprobs": {"content": [{"token": "Yes", "logprob": -0.1, "top_logprobs": top}]}}],
+                                  "usage": {"completion_tokens": 1}, "timings": timings})
+        return _FakeResponse({"choices": [{"message": {"content": "[true]"}}], "usage": {"completion_tokens": 4}, "timings": timings})
+
+    @staticmethod
+    def _decision(request: dict) -> dict:
+        from semif_lib.measurement.peer_protocol import plan_peer_questions
+
+        answers = {}
+        for plan, _ in plan_peer_questions(request):
+            weights = [1.0 / (i + 1) for i in range(len(plan.keys))]
+            answers[plan.qid] = {"probabilities": {k: w / sum(weights) for k, w in zip(plan.keys, weights)}}
+        return {"answers": answers, "usage": {"cached_tokens": 0, "output_tokens": 0},
+                "timing": {"prefix_tokens": 300, "prefill_s": 0.03, "branch_tokens": 12, "branches_s": 0.01}}
+
+
+@pytest.fixture
+def fake_peer(monkeypatch):
+    """Both servers faked: no process starts, every request is answered at once."""
+    from contextlib import contextmanager
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import httpx
+
+    from semif_lib import containers, modelfile
+
+    @contextmanager
+    def serve(port, env, log_path, module="semif_lib.cli"):
+        yield "http://decision"
+
+    @contextmanager
+    def text_server(model, sm_env, port, kind="auto", log_dir=None):
+        yield SimpleNamespace(kind="native-llama-server", build=1, image=None, chat_path="/v1/chat/completions", command=None,
+                              base_url="http://text", fallback_reason=None)
+
+    _FakeServers.calls = []
+    monkeypatch.setattr(httpx, "Client", _FakeServers)
+    monkeypatch.setattr(peer_run, "running_serve", serve)
+    monkeypatch.setattr(containers, "run_text_server", text_server)
+    monkeypatch.setattr(modelfile, "find_model_path", lambda path=None: Path("model.gguf"))
+    written: list[dict] = []
+    write = peer.write_result
+    monkeypatch.setattr(peer, "write_result", lambda doc, output: (written.append(doc), write(doc, output))[1])
+    return written
+
+
+def _bench_peer(tmp_path):
+    from semif_lib.cli import main
+
+    out = tmp_path / "peer.json"
+    code = main(["bench", "peer", "--workload", str(RESULTS_DIR.parent / "data" / "examples.jsonl"), "--states", "2", "--clients", "2",
+                 "--concurrency-states", "2", "--parallel", "2", "--decision-llama", "venv", "--log-dir", str(tmp_path),
+                 "--output", str(out)])
+    return code, out
+
+
+def test_bench_peer_runs_end_to_end_against_fake_servers(fake_peer, tmp_path, capsys):
+    code, out = _bench_peer(tmp_path)
+    assert code == 0
+    results = peer_types.PeerResults.read(out)
+    assert json.dumps(results.to_json(), indent=2) + "\n" == out.read_text()
+    assert list(results.paths) == list(peer_types.PEER_PATHS) and results.workload.states == 2 and len(results.per_state) == 2
+    assert results.paths["decision-cold"].option_coverage == 1.0 and results.paths["server-logprobs"].compared_with_decision > 0
+    assert results.concurrency.decision.states == 2 and results.concurrency.decision.failed_states == 0
+    expected = {"cold_vs_best_server", "cached_vs_best_server", "concurrent_clients", "readout_vs_server_json"}
+    assert set(results.targets.measured()) == expected
+    assert peer.format_markdown(results) in capsys.readouterr().out
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+    partial = [peer_types.PeerResults.model_validate(doc) for doc in fake_peer[:-1]]  # the checkpoints, then the complete file
+    assert [p.partial for p in partial] == ["not measured yet: states 2-2, the client phase", "not measured yet: the client phase"]
+    assert "partial" not in fake_peer[-1] and fake_peer[-1]["command"] == "semif bench peer"
+
+
+def test_a_misspelt_figure_stops_bench_peer_after_its_first_state(fake_peer, tmp_path, monkeypatch):
+    """The summaries are built (and the report rendered) at the checkpoint after each state: a typo fails there."""
+    summarize = peer_report.summarize_path
+    monkeypatch.setattr(peer_report, "summarize_path", lambda path, t: peer_types.PathSummary(
+        **{**summarize(path, t).to_json(), "decisons_per_s": 1.0}))
+    with pytest.raises(ValidationError, match="decisons_per_s"):
+        _bench_peer(tmp_path)
+    decision_calls = [c for c in _FakeServers.calls if c.startswith("http://decision")]
+    assert len(decision_calls) == 1 + 3  # the warm-up, then one state's cold, cached and concurrent-reference requests
+    assert fake_peer == []  # nothing written: it never got past the first state
