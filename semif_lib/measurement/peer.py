@@ -97,7 +97,7 @@ def register_cli(bench_subparsers: Any) -> None:
     p.add_argument("--decision-llama", choices=("auto", "build", "venv"), dest="decision_llama",
                    help="libllama under semif serve: the peer's llama.cpp build (as the adapter image runs), llama-cpp-python's own, "
                         f"or auto: the build when container/build_libllama.sh made it (default {d['decision_llama']})")
-    p.add_argument("--model", type=Path, dest="model_path", help="GGUF file (default: the embedded SmolLM2)")
+    p.add_argument("--model", type=Path, dest="model_path", metavar="MODEL", help="GGUF file (default: the embedded SmolLM2)")
     p.add_argument("--port", type=int, help=f"loopback port of semif serve; llama-server takes the next one (default {d['port']})")
     p.add_argument("--log-dir", type=Path, dest="log_dir", help=f"server logs (default {d['log_dir']})")
     p.add_argument("--output", type=Path, help="results file (default results/bench/peer[-quick].json)")
