@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -16,6 +15,8 @@ from typing import Iterator
 
 import httpx
 import pytest
+
+from semif_lib.processes import ServerProcess, start_server
 
 from support.answers import assert_error
 from support.fake_engines import CrashingEngine, GateEngine, RoundEngine
@@ -164,41 +165,25 @@ def test_a_dead_worker_answers_everyone_pings_503_and_stops_the_server():
         assert len(app.state.deaths) == 1
 
 
-def start_fake_server(engine: str, **settings: object) -> tuple[subprocess.Popen, str]:
-    """`run_server` with a fake engine from support/fake_engines.py, as its own process; returns once /ping answers 200."""
+def start_fake_server(engine: str, **settings: object) -> ServerProcess:
+    """`run_server` with a fake engine from support/fake_engines.py, as its own process (`processes.start_server`):
+    answering /ping, stopped on exit from a `with`."""
     port = free_port()
     script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
               f"from support.fake_engines import {engine}\n"
               "from semif_lib.serving.app import run_server\n"
               "from semif_lib.settings import Settings\n"
               f"sys.exit(run_server(Settings(port={port}, **{settings!r}), engine_factory=lambda _: {engine}()))\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() >= deadline:
-            proc.kill()
-            raise AssertionError("the server did not start")
-        time.sleep(0.1)
+    return start_server([sys.executable, "-c", script], f"http://127.0.0.1:{port}", cwd=ROOT, startup_timeout_s=60)
 
 
 @pytest.mark.server  # `run_server` as its own process, on a fake engine
 def test_a_dead_worker_makes_semif_serve_exit_non_zero():
-    proc, url = start_fake_server("CrashingEngine")
-    try:
-        assert_error(httpx.post(url + "/invocations", json=SMALL, timeout=10), 503)
-        code = proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    output = proc.stdout.read()
-    assert code == 3, output
-    assert "inference worker died" in output
+    with start_fake_server("CrashingEngine") as server:
+        assert_error(httpx.post(server.url + "/invocations", json=SMALL, timeout=10), 503)
+        code = server.wait(30)
+    assert code == 3, server.output()
+    assert "inference worker died" in server.output()
 
 
 @pytest.mark.parametrize("body, field", [
@@ -216,7 +201,8 @@ def test_hostile_json_is_a_400_naming_the_field(body, field):
     with serving(engine) as (url, _):
         response = httpx.post(url + "/invocations", content=body, headers={"Content-Type": "application/json"}, timeout=30)
         assert_error(response, 400, field)
-        lines = httpx.post(url + "/invocations", content=body + b"\n" + b'{"id": "ok", "state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}\n',
+        good = b'{"id": "ok", "state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}\n'
+        lines = httpx.post(url + "/invocations", content=body + b"\n" + good,
                            headers={"Content-Type": "application/jsonlines"}, timeout=30)
         assert lines.status_code == 200
         records = [json.loads(line) for line in lines.text.split("\n") if line]
@@ -228,23 +214,19 @@ def test_hostile_json_is_a_400_naming_the_field(body, field):
 def test_a_request_outliving_the_drain_window_gets_a_json_503_and_the_server_exits_0():
     """SIGTERM while a request cannot finish within SEMIF_DRAIN_S: a JSON 503 shutting_down with Retry-After
     (uvicorn alone would cancel it into a plain-text 500), then exit 0 before SageMaker's SIGKILL."""
-    proc, url = start_fake_server("GateEngine", drain_s=2)
     results: dict = {}
-    try:
-        caller = post_in_background(url, results, "held")
-        wait_until(lambda: httpx.get(url + "/ping").json()["pending"] == 1, "the request to reach the worker")
+    with start_fake_server("GateEngine", drain_s=2) as server:
+        caller = post_in_background(server.url, results, "held")
+        wait_until(lambda: httpx.get(server.url + "/ping").json()["pending"] == 1, "the request to reach the worker")
         signalled = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
+        server.send_signal(signal.SIGTERM)
         caller.join(30)
-        code = proc.wait(30)
+        code = server.wait(30)
         stopped = time.monotonic() - signalled
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     error = assert_error(results["held"], 503)
     assert error["type"] == "shutting_down" and "SEMIF_DRAIN_S=2" in error["message"]
     assert results["held"].headers["Retry-After"] == "1"
-    assert code == 0, proc.stdout.read()
+    assert code == 0, server.output()
     assert stopped < 15, f"the server took {stopped:.1f} s to exit after SIGTERM"
 
 
