@@ -159,20 +159,28 @@ def _choice(criteria, **extra) -> dict:
     return {"state": "s", "questions": {"q": {"type": "choice", "instructions": "Which?", "criteria": criteria, **extra}}}
 
 
+def _one(question: dict) -> bytes:
+    """A request body asking `question` as "q"."""
+    return json.dumps({"state": "s", "questions": {"q": question}}).encode()
+
+
 BAD_JSON_BODIES = {
     "malformed_json": (b'{"state": "s", "questions": ', 400, "body"),
     "not_utf8": ('{"state": "caf\xe9", "questions": {}}'.encode("latin-1"), 400, "body"),
     "not_an_object": (b"[1, 2, 3]", 400, "body"),
     "empty_body": (b"", 400, "body"),
-    "unknown_question_type": (json.dumps({"state": "s", "questions": {"q": {"type": "maybe", "instructions": "?"}}}).encode(), 400, "questions.q"),
+    "unknown_question_type": (_one({"type": "maybe", "instructions": "?"}), 400, "questions.q"),
     "no_questions": (json.dumps({"state": "s", "questions": {}}).encode(), 400, "questions"),
     "empty_options": (json.dumps(_choice({})).encode(), 400, "questions.q.criteria"),
     "empty_option_name": (json.dumps(_choice({"a": None, " ": None})).encode(), 400, "questions.q.criteria"),
-    "duplicate_options_json_keys": (b'{"state": "s", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": {"a": null, "a": null}}}}', 400, "a"),
+    "duplicate_options_json_keys": (
+        b'{"state": "s", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": {"a": null, "a": null}}}}', 400, "a"),
     "duplicate_options_case": (json.dumps(_choice({"Yes": None, "yes": None})).encode(), 400, "questions.q.criteria"),
-    "score_one_level": (json.dumps({"state": "s", "questions": {"q": {"type": "score", "instructions": "?", "criteria": ["only"]}}}).encode(), 400, "questions.q.criteria"),
-    "score_eleven_levels": (json.dumps({"state": "s", "questions": {"q": {"type": "score", "instructions": "?", "criteria": [str(i) for i in range(11)]}}}).encode(), 400, "questions.q.criteria"),
-    "options_without_clean_answer_tokens": (json.dumps(_choice({"\t\tyes": None, "no": None}, readout="sequence")).encode(), 400, "questions.q.criteria"),
+    "score_one_level": (_one({"type": "score", "instructions": "?", "criteria": ["only"]}), 400, "questions.q.criteria"),
+    "score_eleven_levels": (_one({"type": "score", "instructions": "?", "criteria": [str(i) for i in range(11)]}), 400,
+                            "questions.q.criteria"),
+    "options_without_clean_answer_tokens": (json.dumps(_choice({"\t\tyes": None, "no": None}, readout="sequence")).encode(), 400,
+                                            "questions.q.criteria"),
 }
 
 
@@ -283,7 +291,8 @@ def test_concurrent_clients_match_single_client(server, client, examples):
 # ----------------------------------------------------------------- fuzzing
 _text = st.text(max_size=30)
 _json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), _text)
-_json_values = st.recursive(_json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_text, inner, max_size=4)), max_leaves=12)
+_json_values = st.recursive(_json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_text, inner, max_size=4)),
+                           max_leaves=12)
 _question = st.fixed_dictionaries(
     {"type": st.sampled_from(["noul", "choice", "score", "other"]), "instructions": st.one_of(_text, _json_values)},
     optional={
@@ -307,7 +316,8 @@ _valid_question = st.one_of(
                           optional={"readout": st.sampled_from(["slot", "sequence"])}),
     st.fixed_dictionaries({"type": st.just("score"), "instructions": _names, "criteria": st.lists(_names, min_size=2, max_size=10)}),
 )
-_valid_request = st.fixed_dictionaries({"state": st.one_of(_names, _json_values), "questions": st.dictionaries(_words, _valid_question, min_size=1, max_size=3)})
+_valid_request = st.fixed_dictionaries({"state": st.one_of(_names, _json_values),
+                                        "questions": st.dictionaries(_words, _valid_question, min_size=1, max_size=3)})
 _bodies = st.one_of(
     _valid_request.map(lambda r: json.dumps(r).encode()),
     _valid_request.map(lambda r: json.dumps(r, ensure_ascii=False).encode()),
