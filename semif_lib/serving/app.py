@@ -368,14 +368,20 @@ def command_serve(args: argparse.Namespace) -> int:
     return run_server(load_settings(**overrides))
 
 
+def _default(name: str) -> Any:
+    """A setting's default, for help texts (the flags themselves default to None: the setting decides)."""
+    return Settings.model_fields[name].default
+
+
 def register_cli(subparsers: Any) -> None:
     """Add `serve` (SageMaker passes it as the container argument)."""
     parser = subparsers.add_parser(
         "serve", help="serve decisions over HTTP: SageMaker's /ping and /invocations, System One's /v1/systemone",
-        description="Decision adapter. Binds SEMIF_HOST:SEMIF_PORT (127.0.0.1:8080); the container sets SEMIF_HOST=0.0.0.0.",
+        description=f"Decision adapter. Binds SEMIF_HOST:SEMIF_PORT ({_default('host')}:{_default('port')}); "
+                    "the container sets SEMIF_HOST=0.0.0.0.",
     )
-    parser.add_argument("--host", help="bind address (SEMIF_HOST, default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port (SEMIF_PORT, default 8080)")
+    parser.add_argument("--host", help=f"bind address (SEMIF_HOST, default {_default('host')})")
+    parser.add_argument("--port", type=int, help=f"port (SEMIF_PORT, default {_default('port')})")
     parser.add_argument("--queue-size", type=int, dest="queue_size", help="waiting requests before 503 (SEMIF_QUEUE_SIZE)")
     add_engine_arguments(parser)
     parser.set_defaults(func=command_serve)

@@ -204,7 +204,7 @@ def register_cli(subparsers: Any) -> None:
         "serve-text", help="local twin of AWS's llama.cpp DLC: /ping, /invocations and /v1/chat/completions (OpenAI)",
         description="OpenAI chat completions on the embedded model, configured by SM_LLAMA_CPP_* exactly like the DLC.",
     )
-    parser.add_argument("--host", help="bind address (default SEMIF_HOST, 127.0.0.1)")
+    parser.add_argument("--host", help=f"bind address (default SEMIF_HOST, {Settings.model_fields['host'].default})")
     parser.add_argument("--port", type=int, help=f"port (default SM_LLAMA_CPP_PORT, else {TEXT_PORT})")
     add_engine_arguments(parser)
     parser.set_defaults(func=command_serve_text)
