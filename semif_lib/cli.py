@@ -120,7 +120,7 @@ def command_workshop_cleanup(args: argparse.Namespace) -> int:
 
 
 def command_workshop_status(args: argparse.Namespace) -> int:
-    from .aws.state import WorkshopState
+    from .registry import WorkshopState
 
     settings = load_settings()
     if not Path(settings.state_file).is_file():

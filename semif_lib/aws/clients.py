@@ -1,10 +1,11 @@
-"""AWS plumbing shared by the workshop modules: sessions and clients, account and region, tags,
+"""AWS plumbing shared by the workshop modules: sessions and clients, account and region,
 IAM policy files, errors a person can act on, retries while IAM propagates, and waits with progress.
 
 Every client comes from `make_client(service, settings)` and every SageMaker SDK resource gets
 `make_session(settings)`, so one setting (`SEMIF_AWS_ENDPOINT_URL`) points the whole workshop,
 the SDK included, at a moto server in tests, and `SEMIF_AWS_REGION` picks the region. boto3 is
-imported inside the functions: `import semif_lib` never loads it.
+imported inside the functions: `import semif_lib` never loads it. The tags every resource carries
+are the run registry's (`registry.WorkshopState.tags()`).
 """
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ import string
 import time
 from contextlib import contextmanager
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from ..errors import SemifError
+from ..paths import repo_root
 from ..settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
 
 __all__ = [
-    "TAG_PROJECT",
-    "TAG_RUN_ID",
     "IAM_DIR",
     "AwsCredentialsError",
     "AwsPermissionError",
@@ -41,14 +40,9 @@ __all__ = [
     "make_session",
     "poll_status",
     "retry_while_role_propagates",
-    "tag_list",
 ]
 
-TAG_RUN_ID = "semif-run-id"
-TAG_PROJECT = "semif-project"
-PROJECT = "semif-workshop"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-IAM_DIR = REPO_ROOT / "container" / "iam"
+IAM_DIR = repo_root() / "container" / "iam"
 DEFAULT_REGION = "us-east-1"
 
 
@@ -160,12 +154,6 @@ def partition_for(region: str) -> tuple[str, str]:
     return "aws", "amazonaws.com"
 
 
-def tag_list(run_id: str, **extra: str) -> list[dict[str, str]]:
-    """`[{"Key", "Value"}]` tags put on every resource of a run (S3, IAM, ECR, SageMaker, CodeBuild)."""
-    tags = {TAG_PROJECT: PROJECT, TAG_RUN_ID: run_id, **extra}
-    return [{"Key": k, "Value": v} for k, v in tags.items()]
-
-
 # ====================================================================== errors
 def error_code(exc: BaseException) -> str:
     return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
@@ -248,7 +236,7 @@ def retry_while_role_propagates(call: Callable[[], Any], label: str, *, timeout_
     while True:
         try:
             return call()
-        except Exception as exc:  # noqa: BLE001 - only the propagation messages are retried
+        except Exception as exc:  # only the propagation messages are retried
             if not any(m in error_message(exc).lower() for m in ROLE_PROPAGATION_MESSAGES):
                 raise
             waited = time.monotonic() - start

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import (
     compact_json,
@@ -30,7 +31,6 @@ from .clients import (
 )
 from .dlc import dlc_account
 from .packaging import default_bucket
-from .state import WorkshopState
 
 __all__ = ["ensure_role", "policy_values", "resolve_execution_role", "studio_execution_role"]
 
@@ -60,7 +60,7 @@ def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: W
     values = policy_values(settings, state)
     try:
         arn = iam.get_role(RoleName=name)["Role"]["Arn"]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if not is_not_found(exc):
             raise
         arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=compact_json(load_policy(trust, **values)),

@@ -14,6 +14,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
+from ..paths import repo_root
+from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import (
     ResourceFailedError,
@@ -28,7 +30,7 @@ from .clients import (
 from .dlc import dlc_account, dlc_registry, require_dlc_region, resolve_dlc_image_uri
 from .iamroles import ensure_role
 from .packaging import ensure_bucket
-from .state import WorkshopState, settings_and_state
+from .state import settings_and_state
 
 __all__ = [
     "build_adapter_image",
@@ -39,7 +41,7 @@ __all__ = [
     "wait_for_build",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = repo_root()
 SOURCE_FILES = ("pyproject.toml", "README.md")
 SOURCE_DIRS = ("container", "semif_lib")
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import (
     CREDENTIAL_ERRORS,
@@ -36,7 +37,6 @@ from .clients import (
 )
 from .dlc import require_dlc_region
 from .packaging import default_bucket
-from .state import WorkshopState
 
 __all__ = ["CALLER_POLICY", "NEEDS", "Need", "PermissionCheck", "caller_policy", "check_permissions", "iam_action_for"]
 
@@ -71,7 +71,8 @@ NEEDS: list[Need] = [
            "s3:PutEncryptionConfiguration", "s3:PutBucketTagging"),
     *_rows("01 package", _OBJECT, "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"),
     *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:GetRole", "iam:CreateRole", "iam:TagRole", "iam:PutRolePolicy"),
-    *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:PassRole", context=(("iam:PassedToService", "sagemaker.amazonaws.com"),)),
+    *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:PassRole",
+           context=(("iam:PassedToService", "sagemaker.amazonaws.com"),)),
     *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DescribeModel", "sagemaker:CreateModel", "sagemaker:AddTags"),
     *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DescribeEndpointConfig",
            "sagemaker:CreateEndpointConfig"),
@@ -79,7 +80,8 @@ NEEDS: list[Need] = [
            "sagemaker:UpdateEndpoint", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"),
     *_rows("03 image build", _REPO, "ecr:DescribeRepositories", "ecr:CreateRepository", "ecr:TagResource", "ecr:DescribeImages"),
     *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:GetRole", "iam:CreateRole", "iam:PutRolePolicy"),
-    *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:PassRole", context=(("iam:PassedToService", "codebuild.amazonaws.com"),)),
+    *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:PassRole",
+           context=(("iam:PassedToService", "codebuild.amazonaws.com"),)),
     *_rows("03 image build", _PROJECT, "codebuild:BatchGetProjects", "codebuild:CreateProject", "codebuild:UpdateProject",
            "codebuild:StartBuild", "codebuild:BatchGetBuilds"),
     *_rows("04 batch + autoscaling", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:CreateTransformJob",
@@ -100,7 +102,8 @@ NEEDS: list[Need] = [
     *_rows("99 cleanup", _REPO, "ecr:DeleteRepository"),
     *_rows("99 cleanup", f"{_ROLE}/semif-codebuild-{{run}}", "iam:ListRolePolicies", "iam:DeleteRolePolicy",
            "iam:ListAttachedRolePolicies", "iam:DetachRolePolicy", "iam:DeleteRole"),
-    *_rows("99 cleanup", "arn:{partition}:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/semif-text-{run}", "logs:DeleteLogGroup"),
+    *_rows("99 cleanup", "arn:{partition}:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/semif-text-{run}",
+           "logs:DeleteLogGroup"),
     *_rows("99 cleanup", _OBJECT, "s3:DeleteObject"),
     *_rows("99 cleanup", _BUCKET, "s3:ListBucket", "s3:DeleteBucket"),
 ]
@@ -202,7 +205,7 @@ def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]]) -> 
                                                    ResourceArns=[resource], ContextEntries=entries)
             for item in result["EvaluationResults"]:
                 decisions[(item["EvalActionName"], resource)] = item["EvalDecision"] == "allowed"
-    except Exception as exc:  # noqa: BLE001 - denied, unknown principal, not implemented (moto): use dry calls
+    except Exception as exc:  # denied, unknown principal, not implemented (moto): use dry calls
         if type(exc).__name__ in CREDENTIAL_ERRORS:
             raise
         return None
@@ -215,7 +218,7 @@ def _probe(call: Callable[[], Any]) -> Callable[[], tuple[bool | None, str]]:
         try:
             call()
             return True, "dry call"
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - any other failure is a verdict of its own (None: cannot tell)
             if error_code(exc) in DENIED_CODES or error_code(exc) == "403":
                 return False, "dry call: access denied"
             if is_not_found(exc):
@@ -242,10 +245,14 @@ def dry_calls(settings: Settings, state: WorkshopState, values: dict[str, str]) 
         "ecr:DescribeRepositories": _probe(lambda: ecr.describe_repositories(repositoryNames=[f"semif-adapter-{run}"])),
         "ecr:DescribeImages": _probe(lambda: ecr.describe_images(repositoryName=f"semif-adapter-{run}", imageIds=[{"imageTag": "probe"}])),
         "codebuild:BatchGetProjects": _probe(lambda: cb.batch_get_projects(names=[f"semif-adapter-build-{run}"])),
-        "codebuild:BatchGetBuilds": _probe(lambda: cb.batch_get_builds(ids=[f"semif-adapter-build-{run}:00000000-0000-0000-0000-000000000000"])),
-        "application-autoscaling:DescribeScalableTargets": _probe(lambda: aas.describe_scalable_targets(ServiceNamespace="sagemaker", MaxResults=1)),
-        "application-autoscaling:DescribeScalingPolicies": _probe(lambda: aas.describe_scaling_policies(ServiceNamespace="sagemaker", MaxResults=1)),
-        "cloudwatch:DescribeAlarms": _probe(lambda: cw.describe_alarms(AlarmNamePrefix=f"TargetTracking-endpoint/semif-decision-{run}", MaxRecords=1)),
+        "codebuild:BatchGetBuilds": _probe(
+            lambda: cb.batch_get_builds(ids=[f"semif-adapter-build-{run}:00000000-0000-0000-0000-000000000000"])),
+        "application-autoscaling:DescribeScalableTargets": _probe(
+            lambda: aas.describe_scalable_targets(ServiceNamespace="sagemaker", MaxResults=1)),
+        "application-autoscaling:DescribeScalingPolicies": _probe(
+            lambda: aas.describe_scaling_policies(ServiceNamespace="sagemaker", MaxResults=1)),
+        "cloudwatch:DescribeAlarms": _probe(
+            lambda: cw.describe_alarms(AlarmNamePrefix=f"TargetTracking-endpoint/semif-decision-{run}", MaxRecords=1)),
         "iam:ListRolePolicies": _probe(lambda: iam.list_role_policies(RoleName=f"semif-codebuild-{run}")),
         "iam:ListAttachedRolePolicies": _probe(lambda: iam.list_attached_role_policies(RoleName=f"semif-codebuild-{run}")),
     }

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import AwsSetupError, make_client, poll_status, retry_while_role_propagates
 from .dlc import GPU_TRANSFORM_AMI
 from .packaging import ensure_bucket, upload_file
-from .state import WorkshopState, settings_and_state
+from .state import settings_and_state
 
 __all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "transform_resources", "wait_for_transform"]
 
