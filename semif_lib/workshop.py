@@ -1,15 +1,16 @@
 """The notebooks' facade: one call per workshop step, and one cleanup.
 
 This is the top floor: no wing imports it. Each step does what every target shares (building
-`model.tar.gz`, encoding the request bytes once with `deployment.encode_payload`, passing names
-between notebooks through the state file, no `%store`) and asks the target `Settings.target` names
+`model.tar.gz` with `modelpackage`, encoding the request bytes once with `invocation.encode_payload`,
+passing names between notebooks through the state file, no `%store`) and asks the target `Settings.target` names
 for the rest (`targets.select_target`; the table of what each target does is in `semif_lib.targets`).
 What a run created is recorded in the state file (`registry.WorkshopState`, re-exported here with
 `load_state`); `cleanup()` deletes everything in reverse order, each resource by the target that
 created it, and reports what it removed.
 
-Importing this module loads neither the AWS wing nor boto3; with `target=local` the steps load
-the wing's payload, chat-stream and tarball helpers only (`aws.deployment`, `aws.packaging`), never boto3.
+Importing this module loads neither the AWS wing nor boto3, and neither do the steps with `target=local`:
+the tarball, the request bytes and the chat stream are plumbing (`modelpackage`, `invocation`). The wing
+opens inside `AwsTarget`'s methods (and `ContainerTarget`'s pull of the real DLC image).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from .invocation import build_chat_request, encode_payload
+from .modelpackage import build_model_tarball
 from .registry import KeptResource, WorkshopState, resource_name
 from .settings import Settings
 from .targets import (
@@ -70,8 +73,6 @@ def package_model(gguf: Path | str | None = None, settings: Settings | None = No
 
     Returns `{"tarball", "gguf_name", "sha256", "size", "model_data_url", "uploaded"}`.
     """
-    from .aws.packaging import build_model_tarball
-
     settings, state = settings_and_state(settings, state)
     package = build_model_tarball(gguf, out_dir=Path(settings.state_file).parent / "packages")
     info: dict[str, Any] = {"tarball": str(package.tarball), "gguf_name": package.gguf_name, "sha256": package.sha256,
@@ -106,8 +107,6 @@ def deploy_decision_model(settings: Settings | None = None, state: WorkshopState
 def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings | None = None,
                     state: WorkshopState | None = None, mode: str | None = None) -> dict[str, Any]:
     """Score one Jev / System One request on the decision endpoint (local adapter or SageMaker)."""
-    from .aws.deployment import encode_payload
-
     settings, state = settings_and_state(settings, state)
     body = encode_payload(request)
     return select_target(settings).invoke_decision(state.require("decision_endpoint", DECISION_STEP), body, mode)
@@ -116,8 +115,6 @@ def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings
 def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None, state: WorkshopState | None = None,
          **params: Any) -> dict[str, Any]:
     """One OpenAI-style chat completion from the text endpoint (local twin or the DLC)."""
-    from .aws.deployment import build_chat_request, encode_payload
-
     settings, state = settings_and_state(settings, state)
     body = encode_payload(build_chat_request(messages, stream=False, **params))
     return select_target(settings).chat(state.require("text_endpoint", TEXT_STEP), body)
@@ -126,8 +123,6 @@ def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None 
 def stream_chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None,
                 state: WorkshopState | None = None, **params: Any) -> Iterator[str]:
     """Yield the text deltas of a streamed chat completion (`"stream": true`)."""
-    from .aws.deployment import build_chat_request, encode_payload
-
     settings, state = settings_and_state(settings, state)
     body = encode_payload(build_chat_request(messages, stream=True, **params))
     yield from select_target(settings).stream_chat(state.require("text_endpoint", TEXT_STEP), body)

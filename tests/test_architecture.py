@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
 PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers", "paths", "limits",
-            "registry", "dockerfile")
+            "registry", "dockerfile", "modelpackage", "invocation")
 TOP_FLOOR = ("cli", "workshop", "notebook", "targets")
 MAX_FUNCTION_LINES = 80
 
@@ -122,9 +122,11 @@ def forbidden(prefix: str, targets: tuple[str, ...]) -> list[str]:
     ("registry", ("semif_lib.aws", "boto3", "botocore")),  # the run registry left the AWS wing
     ("targets.base", ("semif_lib.aws", "boto3", "botocore")),
     ("targets.local", ("semif_lib.aws", "boto3", "botocore")),
-    # the targets on this machine borrow only the DLC's text defaults and the chat-stream parser from aws.deployment
-    ("targets.machine", ("semif_lib.aws.clients", "semif_lib.aws.state", "semif_lib.aws.teardown", "semif_lib.aws.packaging",
-                         "boto3", "botocore")),
+    # the tarball, the request bytes, the chat stream and the text defaults are plumbing (modelpackage, invocation)
+    ("targets.machine", ("semif_lib.aws", "boto3", "botocore")),
+    ("workshop", ("semif_lib.aws", "boto3", "botocore")),
+    ("modelpackage", ("boto3", "botocore")),
+    ("invocation", ("boto3", "botocore")),
     ("notebook.display", ("semif_lib.aws",)),
     ("notebook.tables", ("semif_lib.aws",)),
     ("notebook.form", ("semif_lib.aws",)),
@@ -177,18 +179,46 @@ assert notebook.stop_local_servers(settings, state) == [f"text-server (pid {serv
 state.record("local_process", "decision-server", pid=2 ** 22 + 7)  # not running
 report = workshop.cleanup(settings=settings, state=state)
 assert report.already_gone == ["local_process decision-server"] and not report.failed, report
+gguf = Path(tempfile.mkdtemp()) / "m.gguf"
+gguf.write_bytes(b"GGUF" + bytes(60))
+info = workshop.package_model(gguf, settings=settings, state=state, progress=False)
+assert info["model_data_url"].startswith("file://") and not info["uploaded"]
+assert workshop.select_target(settings).text_env(None)["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
 print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws") or m.split(".")[0] in ("boto3", "botocore", "sagemaker")))
 """
 
 
 def test_target_local_loads_neither_the_aws_wing_nor_boto3():
-    """A target=local run's state, display, no-op steps, stopping servers and cleanup need nothing from AWS.
-
-    (Its package, invoke and chat steps still borrow `aws.packaging`'s tarball builder and `aws.deployment`'s
-    payload helpers, never boto3: `tests/test_targets.py` checks that part.)"""
+    """A target=local run's state, display, no-op steps, stopping servers, cleanup, packaging and the text
+    server's settings load not one module of the AWS wing, nor boto3 (the invoke and chat steps too:
+    `tests/test_targets.py` answers them with a stand-in adapter and holds them to the same)."""
     out = subprocess.run([sys.executable, "-c", LOCAL_RUN], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+STATUS_RUN = """
+import contextlib, io, json, os, sys, tempfile
+from pathlib import Path
+
+os.environ["SEMIF_STATE_FILE"] = str(Path(tempfile.mkdtemp()) / "state.json")
+from semif_lib import cli
+from semif_lib.registry import WorkshopState
+
+WorkshopState.load(os.environ["SEMIF_STATE_FILE"], "st4tus").record("s3_bucket", "semif-sagemaker-bucket", region="us-east-1")
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assert cli.main(["workshop", "status"]) == 0
+assert json.loads(out.getvalue())["run_id"] == "st4tus"
+print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws") or m.split(".")[0] in ("boto3", "botocore", "sagemaker")))
+"""
+
+
+def test_workshop_status_reads_the_registry_without_the_aws_wing():
+    """`semif workshop status` prints the state file through `registry.WorkshopState`, whatever it records."""
+    out = subprocess.run([sys.executable, "-c", STATUS_RUN], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_only_the_targets_read_the_target_setting():

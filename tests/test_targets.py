@@ -108,7 +108,7 @@ def test_the_targets_on_this_machine_answer_over_http(name, tmp_path, stub_url):
 
 
 def test_a_machine_target_unpacks_the_model_package_once(tmp_path):
-    from semif_lib.aws.packaging import build_model_tarball
+    from semif_lib.modelpackage import build_model_tarball
     from semif_lib.registry import WorkshopState
     from semif_lib.targets import LocalTarget
 
@@ -230,11 +230,13 @@ state.set("decision_endpoint", f"http://127.0.0.1:{{server.server_address[1]}}")
 state.set("text_endpoint", state.get("decision_endpoint"))
 assert workshop.invoke_decision({{"state": "x", "questions": {{}}}}, settings=settings, state=state) == {{"answers": {{}}}}
 assert workshop.chat("hi", settings=settings, state=state) == {{"answers": {{}}}}
-print(sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore", "sagemaker", "s3transfer")))
+assert list(workshop.stream_chat("hi", settings=settings, state=state)) == []  # a JSON body, no `data:` line: no delta
+print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws")
+             or m.split(".")[0] in ("boto3", "botocore", "sagemaker", "s3transfer")))
 """
 
 
-def test_target_local_steps_never_load_boto3():
+def test_target_local_steps_never_load_the_aws_wing_nor_boto3():
     from support.paths import ROOT
 
     code = LOCAL_STEPS.format(tests=str(ROOT / "tests"))

@@ -10,6 +10,10 @@
   fails when an update rolls back.
 - `invoke_chat_endpoint`, `stream_chat_endpoint` (`invoke_endpoint_with_response_stream`, SSE parsed
   by `iter_sse_events`), `invoke_decision_endpoint`.
+
+The request bytes, the chat body, the SSE parser and the text endpoint's llama-server defaults are
+the same for every target: they live in the plumbing (`semif_lib.invocation`) and are re-exported here.
+SageMaker's limits on a container's Environment map are `llama_flags`'s.
 """
 
 from __future__ import annotations
@@ -18,9 +22,18 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..llama_flags import build_sm_env
+from ..invocation import (
+    build_chat_request,
+    default_text_settings,
+    encode_payload,
+    iter_chat_deltas,
+    iter_sse_events,
+    text_settings,
+)
+from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
+from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import (
     ResourceFailedError,
@@ -33,7 +46,7 @@ from .clients import (
 )
 from .dlc import GPU_INFERENCE_AMI, resolve_dlc_image_uri
 from .iamroles import resolve_execution_role
-from .state import WorkshopState, settings_and_state
+from .state import settings_and_state
 
 __all__ = [
     "build_chat_request",
@@ -56,10 +69,7 @@ __all__ = [
     "wait_for_endpoint",
 ]
 
-MAX_ENV_ENTRIES = 100
-MAX_ENV_VALUE_CHARS = 1024
 ENV_KEY_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-MAX_REALTIME_PAYLOAD = 6_291_456
 
 
 # ====================================================================== image URIs and environment
@@ -77,14 +87,6 @@ def validate_container_env(env: Mapping[str, str]) -> dict[str, str]:
     return dict(env)
 
 
-def default_text_settings(variant: str = "cpu") -> dict[str, Any]:
-    """llama-server settings for the text endpoint: modest context, Jinja chat template, all layers on a GPU."""
-    settings: dict[str, Any] = {"ctx_size": 4096, "jinja": True}
-    if variant == "cuda":
-        settings["n_gpu_layers"] = 999
-    return settings
-
-
 def build_container_env(llama_settings: Mapping[str, Any] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """`SM_LLAMA_CPP_*` from a settings dict (the local twin's translation) plus `extra`, validated."""
     env = build_sm_env(dict(llama_settings or {}))
@@ -100,7 +102,7 @@ def _content_hash(*parts: Any) -> str:
 def _exists(call: Callable[[], Any]) -> Any | None:
     try:
         return call()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_not_found(exc):
             return None
         raise
@@ -224,13 +226,6 @@ def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: fl
     return desc
 
 
-def text_settings(variant: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The text endpoint's llama-server settings: the variant's defaults updated with `overrides`
-    (a notebook's own settings keep the GPU offload on cuda); a `None` value drops a default."""
-    merged = {**default_text_settings(variant), **dict(overrides or {})}
-    return {k: v for k, v in merged.items() if v is not None}
-
-
 def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState | None = None,
                          llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
     """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
@@ -258,30 +253,6 @@ def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopSt
 
 
 # ====================================================================== payloads and invocation
-def encode_payload(payload: Mapping[str, Any] | str | bytes) -> bytes:
-    """The exact bytes sent to an endpoint, local or AWS: compact UTF-8 JSON (bytes pass through)."""
-    if isinstance(payload, bytes):
-        body = payload
-    elif isinstance(payload, str):
-        body = payload.encode("utf-8")
-    else:
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if len(body) > MAX_REALTIME_PAYLOAD:
-        raise ValueError(f"payload is {len(body)} bytes; SageMaker real-time endpoints accept {MAX_REALTIME_PAYLOAD}")
-    return body
-
-
-def build_chat_request(messages: Sequence[Mapping[str, Any]] | str, stream: bool = False, **params: Any) -> dict[str, Any]:
-    """OpenAI chat-completions body; a plain string becomes one user message."""
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    body: dict[str, Any] = {"messages": [dict(m) for m in messages], "max_tokens": params.pop("max_tokens", 256)}
-    body.update(params)
-    if stream:
-        body["stream"] = True
-    return body
-
-
 def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> dict[str, Any]:
     runtime = make_client("sagemaker-runtime", settings or load_settings())
     resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json", Body=body)
@@ -315,50 +286,3 @@ def iter_payload_parts(event_stream: Iterable[Mapping[str, Any]]) -> Iterator[by
             if error_key in event:
                 err = event[error_key]
                 raise RuntimeError(f"{error_key}: {err.get('ErrorCode', '')} {err.get('Message', '')}".strip())
-
-
-def iter_sse_events(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
-    """Server-sent events -> JSON objects, whatever the chunk boundaries; stops at `data: [DONE]`.
-
-    Payload parts split lines anywhere (even inside a UTF-8 character), so bytes are buffered
-    until a newline. Lines other than `data:` (comments, `event:`) are skipped.
-    """
-    buffer = b""
-    for chunk in chunks:
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            event = _sse_line(line)
-            if event is _DONE:
-                return
-            if event is not None:
-                yield event
-    event = _sse_line(buffer)
-    if event is not None and event is not _DONE:
-        yield event
-
-
-_DONE = object()
-
-
-def _sse_line(line: bytes) -> Any:
-    line = line.strip()
-    if not line.startswith(b"data:"):
-        return None
-    data = line[5:].strip()
-    if data == b"[DONE]":
-        return _DONE
-    if not data:
-        return None
-    return json.loads(data)
-
-
-def iter_chat_deltas(events: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    """`choices[0].delta.content` of each chat-completion chunk (empty deltas skipped)."""
-    for event in events:
-        if "error" in event:
-            raise RuntimeError(f"stream error: {event['error']}")
-        for choice in event.get("choices", [])[:1]:
-            text = (choice.get("delta") or {}).get("content")
-            if text:
-                yield text

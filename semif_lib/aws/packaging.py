@@ -1,39 +1,27 @@
-"""Package a GGUF as SageMaker model data and upload it to S3.
+"""Upload the packaged GGUF (`model.tar.gz`, built by `semif_lib.modelpackage`) to S3 as SageMaker model data.
 
-`model.tar.gz` holds the GGUF at its root, which is where the AWS llama.cpp DLC (and our adapter,
-`modelfile.find_gguf_in_dir`) look first: SageMaker unpacks ModelDataUrl into `/opt/ml/model`
-and the first `*.gguf` there is served. The GGUF's sha256 is recorded beside the tarball and in
-the S3 object's metadata, so a second upload of the same model is skipped.
+The GGUF's sha256 is recorded beside the tarball and in the S3 object's metadata, so a second upload
+of the same model is skipped. `ModelPackage`, `build_model_tarball` and `list_tarball` are
+re-exported from `modelpackage`, where every target builds the package.
 """
 
 from __future__ import annotations
 
-import json
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..modelfile import find_model_path, hash_file
-from ..settings import Settings, load_settings
+from ..modelpackage import ModelPackage, build_model_tarball, list_tarball
+from ..registry import WorkshopState
+from ..settings import Settings
 from .clients import AwsSetupError, error_code, get_account_id, get_region, is_not_found, make_client
-from .state import WorkshopState, settings_and_state
+from .state import settings_and_state
 
-__all__ = ["ModelPackage", "UploadResult", "build_model_tarball", "ensure_bucket", "upload_model"]
+__all__ = ["ModelPackage", "UploadResult", "build_model_tarball", "ensure_bucket", "list_tarball", "upload_model"]
 
 SHA_METADATA_KEY = "gguf-sha256"  # S3 user metadata: x-amz-meta-gguf-sha256
 MULTIPART_THRESHOLD = 64 << 20
 MULTIPART_CHUNK = 64 << 20
-COPY_BUFFER = 8 << 20
-
-
-@dataclass(frozen=True)
-class ModelPackage:
-    tarball: Path
-    gguf_name: str
-    sha256: str  # of the GGUF inside, the model's identity
-    gguf_size: int
-    tarball_size: int
 
 
 @dataclass(frozen=True)
@@ -42,43 +30,6 @@ class UploadResult:
     bucket: str
     key: str
     skipped: bool  # the same sha256 was already there
-
-
-def build_model_tarball(gguf: Path | str | None = None, out_dir: Path | str = Path(".semif/packages"),
-                        compresslevel: int = 0) -> ModelPackage:
-    """`out_dir/<sha12>/model.tar.gz` with the GGUF at its root; rebuilt only when missing.
-
-    With no `gguf`, the model the adapter would serve (`SEMIF_MODEL_PATH`, else the embedded SmolLM2).
-    Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2 Q4_1 and took 25x longer),
-    so gzip stores them (`compresslevel=0`): the format SageMaker wants, at disk speed.
-    """
-    path = Path(gguf) if gguf else find_model_path(load_settings().model_path)
-    if path.suffix != ".gguf" or not path.is_file():
-        raise FileNotFoundError(f"{path} is not a .gguf file")
-    sha = hash_file(path)
-    folder = Path(out_dir) / sha[:12]
-    tarball = folder / "model.tar.gz"
-    manifest = folder / "manifest.json"
-    if not (tarball.is_file() and manifest.is_file() and json.loads(manifest.read_text()).get("sha256") == sha):
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = tarball.with_suffix(".partial")
-        with tarfile.open(partial, "w:gz", compresslevel=compresslevel, copybufsize=COPY_BUFFER) as tar:
-            info = tar.gettarinfo(str(path), arcname=path.name)
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mode = 0o644
-            with path.open("rb") as fh:
-                tar.addfile(info, fh)
-        partial.replace(tarball)
-        manifest.write_text(json.dumps({"gguf": path.name, "sha256": sha, "size": path.stat().st_size}, indent=2) + "\n")
-    return ModelPackage(tarball=tarball, gguf_name=path.name, sha256=sha, gguf_size=path.stat().st_size,
-                        tarball_size=tarball.stat().st_size)
-
-
-def list_tarball(tarball: Path | str) -> list[str]:
-    """Member names of a model tarball (to check the layout)."""
-    with tarfile.open(tarball, "r:gz") as tar:
-        return tar.getnames()
 
 
 def default_bucket(settings: Settings) -> str:
@@ -95,7 +46,7 @@ def _bucket_region(s3: Any, bucket: str) -> str | None:
     """The region a bucket lives in, or None if it does not exist (GetBucketLocation: allowed to Studio's default role)."""
     try:
         location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
-    except Exception as exc:  # noqa: BLE001 - botocore ClientError, imported lazily
+    except Exception as exc:  # botocore ClientError, imported lazily
         if is_not_found(exc):
             return None
         raise
@@ -124,7 +75,7 @@ def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None 
         kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
     try:
         s3.create_bucket(**kwargs)
-    except Exception as exc:  # noqa: BLE001 - another attendee's run created it a moment ago
+    except Exception as exc:  # another attendee's run created it a moment ago
         if error_code(exc) != "BucketAlreadyOwnedByYou":
             raise
         return bucket
@@ -146,7 +97,7 @@ def _harden_bucket(s3: Any, bucket: str, state: WorkshopState, log: Callable[[st
     for what, call in calls.items():
         try:
             call()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if error_code(exc) not in ("AccessDenied", "AccessDeniedException"):
                 raise
             log(f"s3://{bucket}: no permission to set its {what}; S3's defaults for new buckets stay in place")
@@ -192,7 +143,7 @@ def upload_model(package: ModelPackage, bucket: str | None = None, key: str | No
         if head.get("Metadata", {}).get(SHA_METADATA_KEY) == package.sha256:
             state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
             return UploadResult(uri=f"s3://{bucket}/{key}", bucket=bucket, key=key, skipped=True)
-    except Exception as exc:  # noqa: BLE001 - ClientError 404 means: upload it
+    except Exception as exc:  # ClientError 404 means: upload it
         if not is_not_found(exc):
             raise
     upload_file(package.tarball, bucket, key, settings, progress=progress,

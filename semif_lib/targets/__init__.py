@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..modelpackage import extract_model_package
 from ..registry import WorkshopState
 from ..registry import load_state as load_registry
 from ..settings import Settings, load_settings
@@ -28,7 +29,7 @@ from .aws import AwsTarget, settings_for_cleanup
 from .base import Target
 from .container import ContainerTarget, require_container_runtime, resolve_text_image, start_local_container
 from .local import LocalTarget, start_local_server
-from .machine import LocalServerError, MachineTarget, extract_model_package
+from .machine import LocalServerError, MachineTarget
 
 __all__ = [
     "LOCAL_KINDS",

@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from ..errors import SemifError
+from ..invocation import iter_chat_deltas, iter_sse_events, text_settings
 from ..jsonlines import split_lines
+from ..llama_flags import build_sm_env
+from ..modelpackage import extract_model_package
 from ..registry import WorkshopState
 from ..settings import Settings
 
-__all__ = ["LocalServerError", "MachineTarget", "check_port_free", "extract_model_package", "port_of"]
+__all__ = ["LocalServerError", "MachineTarget", "check_port_free", "port_of"]
 
 
 class LocalServerError(SemifError):
@@ -68,22 +71,6 @@ def check_port_free(kind: str, url: str, what: str) -> None:
                            f"set {variable} to a loopback URL such as http://127.0.0.1:{free}", field=f"local_{kind}_url")
 
 
-def extract_model_package(tarball: Path | str, dest: Path | str) -> Path:
-    """Unpack `model.tar.gz` into `dest` as SageMaker unpacks ModelDataUrl into /opt/ml/model."""
-    import tarfile
-
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tarball, "r:gz", copybufsize=8 << 20) as tar:
-        try:
-            tar.extractall(dest, filter="data")
-        except TypeError:  # Python < 3.11.4: no extraction filters; our tarballs hold one regular file
-            if any(not m.isfile() or "/" in m.name or m.name.startswith(".") for m in tar.getmembers()):
-                raise ValueError(f"{tarball} holds more than plain files at its root") from None
-            tar.extractall(dest)
-    return dest
-
-
 def _post(url: str, body: bytes, content_type: str, accept: str = "application/json", timeout: float = 300.0) -> bytes:
     import urllib.error
     import urllib.request
@@ -130,9 +117,6 @@ class MachineTarget:
 
     def text_env(self, llama_settings: Mapping[str, Any] | None) -> dict[str, str]:
         """`SM_LLAMA_CPP_*` for the text server: the DLC variant's defaults merged with `llama_settings`."""
-        from ..aws.deployment import text_settings
-        from ..llama_flags import build_sm_env
-
         return build_sm_env(text_settings(self.settings.dlc_variant, llama_settings))
 
     def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
@@ -144,8 +128,6 @@ class MachineTarget:
 
     def stream_chat(self, endpoint: str, body: bytes) -> Iterator[str]:
         import urllib.request
-
-        from ..aws.deployment import iter_chat_deltas, iter_sse_events
 
         req = urllib.request.Request(f"{endpoint}/invocations", data=body, method="POST",
                                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})

@@ -1,0 +1,117 @@
+"""What the workshop's endpoints are sent and answer, the same wherever they run.
+
+A server on this machine (`target=local`, `target=container`) and a SageMaker endpoint get the same
+bytes (`encode_payload`, held to SageMaker's real-time payload limit) and stream chat the same way
+(llama-server's server-sent events, parsed by `iter_sse_events` and `iter_chat_deltas`). The text
+endpoint starts from the same llama-server settings everywhere (`text_settings`: the DLC variant's
+defaults, updated with a notebook's own).
+
+This is plumbing: pure functions, standard library only. The targets on this machine and the AWS
+wing (`aws.deployment`, which re-exports these names) both call them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+__all__ = [
+    "MAX_REALTIME_PAYLOAD",
+    "build_chat_request",
+    "default_text_settings",
+    "encode_payload",
+    "iter_chat_deltas",
+    "iter_sse_events",
+    "text_settings",
+]
+
+MAX_REALTIME_PAYLOAD = 6_291_456
+
+
+# ====================================================================== request bytes
+def encode_payload(payload: Mapping[str, Any] | str | bytes) -> bytes:
+    """The exact bytes sent to an endpoint, local or AWS: compact UTF-8 JSON (bytes pass through)."""
+    if isinstance(payload, bytes):
+        body = payload
+    elif isinstance(payload, str):
+        body = payload.encode("utf-8")
+    else:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(body) > MAX_REALTIME_PAYLOAD:
+        raise ValueError(f"payload is {len(body)} bytes; SageMaker real-time endpoints accept {MAX_REALTIME_PAYLOAD}")
+    return body
+
+
+def build_chat_request(messages: Sequence[Mapping[str, Any]] | str, stream: bool = False, **params: Any) -> dict[str, Any]:
+    """OpenAI chat-completions body; a plain string becomes one user message."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    body: dict[str, Any] = {"messages": [dict(m) for m in messages], "max_tokens": params.pop("max_tokens", 256)}
+    body.update(params)
+    if stream:
+        body["stream"] = True
+    return body
+
+
+# ====================================================================== the chat stream
+def iter_sse_events(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """Server-sent events -> JSON objects, whatever the chunk boundaries; stops at `data: [DONE]`.
+
+    Payload parts split lines anywhere (even inside a UTF-8 character), so bytes are buffered
+    until a newline. Lines other than `data:` (comments, `event:`) are skipped.
+    """
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            event = _sse_line(line)
+            if event is _DONE:
+                return
+            if event is not None:
+                yield event
+    event = _sse_line(buffer)
+    if event is not None and event is not _DONE:
+        yield event
+
+
+_DONE = object()
+
+
+def _sse_line(line: bytes) -> Any:
+    line = line.strip()
+    if not line.startswith(b"data:"):
+        return None
+    data = line[5:].strip()
+    if data == b"[DONE]":
+        return _DONE
+    if not data:
+        return None
+    return json.loads(data)
+
+
+def iter_chat_deltas(events: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """`choices[0].delta.content` of each chat-completion chunk (empty deltas skipped)."""
+    for event in events:
+        if "error" in event:
+            raise RuntimeError(f"stream error: {event['error']}")
+        for choice in event.get("choices", [])[:1]:
+            text = (choice.get("delta") or {}).get("content")
+            if text:
+                yield text
+
+
+# ====================================================================== the text endpoint's settings
+def default_text_settings(variant: str = "cpu") -> dict[str, Any]:
+    """llama-server settings for the text endpoint: modest context, Jinja chat template, all layers on a GPU."""
+    settings: dict[str, Any] = {"ctx_size": 4096, "jinja": True}
+    if variant == "cuda":
+        settings["n_gpu_layers"] = 999
+    return settings
+
+
+def text_settings(variant: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The text endpoint's llama-server settings: the variant's defaults updated with `overrides`
+    (a notebook's own settings keep the GPU offload on cuda); a `None` value drops a default."""
+    merged = {**default_text_settings(variant), **dict(overrides or {})}
+    return {k: v for k, v in merged.items() if v is not None}
