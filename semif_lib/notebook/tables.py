@@ -53,18 +53,18 @@ def tabulate_records(records: Any) -> "pd.DataFrame | str":
 
 
 def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
-    """Per question: both argmaxes, whether they agree, and max |Δp| between the two responses."""
+    """Per question: both argmaxes, whether they agree, and max |Δp| between the two responses
+    (`measurement.agreement.compare_question`, the rule the benchmarks use)."""
     import pandas as pd
+
+    from ..measurement.agreement import compare_question
 
     ref, oth = _answers(reference), _answers(other)
     rows = []
-    for qid, a in ref.items():
-        b = oth.get(qid, {})
-        pa, pb = a.get("probabilities", {}), b.get("probabilities", {})
-        top_a = max(pa, key=pa.get) if pa else None
-        top_b = max(pb, key=pb.get) if pb else None
-        dp = max((abs(pa[k] - pb.get(k, 0.0)) for k in pa), default=float("nan"))
-        rows.append({"question": qid, "reference": top_a, "other": top_b, "same_argmax": top_a == top_b, "max_abs_dp": round(dp, 4)})
+    for qid, answer in ref.items():
+        result = compare_question(answer.get("probabilities", {}), oth.get(qid, {}).get("probabilities", {}))
+        rows.append({"question": qid, "reference": result.reference, "other": result.other,
+                     "same_argmax": result.same_argmax, "max_abs_dp": round(result.max_abs_dp, 4)})
     return pd.DataFrame(rows).set_index("question") if rows else pd.DataFrame(rows)
 
 
