@@ -90,7 +90,8 @@ def test_cleanup_leaves_no_tagged_resource(state, aws_settings, fake_gguf, tmp_p
     assert len(report.removed) == len(recorded)
     # newest first: the endpoint goes before its config, the config before its model, objects before the bucket
     order = [line.split(" ", 1)[0] for line in report.removed]
-    assert order.index("scaling_target") < order.index("sagemaker_endpoint") < order.index("sagemaker_endpoint_config") < order.index("sagemaker_model")
+    assert (order.index("scaling_target") < order.index("sagemaker_endpoint") < order.index("sagemaker_endpoint_config")
+            < order.index("sagemaker_model"))
     assert order[-1] == "s3_bucket"
     assert _tagged_leftovers(aws_settings, "t3st01") == []
     assert not aws_settings.state_file.exists()
@@ -151,7 +152,7 @@ class _Capture(BaseHTTPRequestHandler):
 
     bodies: list[tuple[str, str, bytes]] = []
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).bodies.append((self.path, self.headers["Content-Type"], body))
         out = b'{"answers": {}}'
