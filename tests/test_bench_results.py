@@ -223,3 +223,50 @@ def test_a_misspelt_figure_stops_bench_peer_after_its_first_state(fake_peer, tmp
     decision_calls = [c for c in _FakeServers.calls if c.startswith("http://decision")]
     assert len(decision_calls) == 1 + 3  # the warm-up, then one state's cold, cached and concurrent-reference requests
     assert fake_peer == []  # nothing written: it never got past the first state
+
+
+# ---------------------------------------------------------------- `semif bench modes` against a fake engine
+class _FakeEngine:
+    """Answers as `DecisionEngine.score` does (what `modes` reads only): a prefix cached after the first parallel request."""
+
+    def __init__(self, settings=None) -> None:
+        self.cached = False
+
+    def clear_cache(self) -> None:
+        self.cached = False
+
+    def close(self) -> None:
+        pass
+
+    def score(self, request: dict, mode: str = "parallel"):
+        from types import SimpleNamespace
+
+        questions = request["questions"]
+        shift = {"fresh": 0.0, "serial": 0.01, "parallel": 0.02, "oneshot": 0.03}[mode]
+        answers = {qid: SimpleNamespace(probabilities={"true": 0.6 - shift * (i % 2), "false": 0.4 + shift * (i % 2)})
+                   for i, qid in enumerate(questions)}
+        if mode == "oneshot":  # one question flips
+            answers[next(iter(questions))] = SimpleNamespace(probabilities={"true": 0.3, "false": 0.7})
+        cached = 400 if self.cached and mode == "parallel" else 0
+        self.cached = self.cached or mode == "parallel"
+        timing = {"prefix_tokens": 400, "suffix_tokens": {qid: 10 for qid in questions}, "branch_tokens": 8 * len(questions),
+                  "prefill_s": 0.0 if cached else 0.4, "branches_s": 0.05}
+        return SimpleNamespace(answers=answers, timing=timing, usage=SimpleNamespace(cached_tokens=cached))
+
+
+def test_bench_modes_summarizes_every_path_against_fresh(monkeypatch):
+    from semif_lib.decision import engine
+    from semif_lib.measurement import modes
+
+    monkeypatch.setattr(engine, "DecisionEngine", _FakeEngine)
+    paths = [p for p in modes.PATHS if p != "naive-user"]  # naive-user loads llama-cpp-python's chat model
+    doc = modes.run_modes(None, load_workload(states=2), paths, fresh_questions=modes.QUICK_FRESH_QUESTIONS, progress=False)
+    summary = doc["paths"]
+    assert list(summary) == paths and summary["fresh"]["decisions"] == 2 * modes.QUICK_FRESH_QUESTIONS
+    assert all(summary[p]["decisions"] == 42 and summary[p]["compared_with_fresh"] == 6 for p in paths if p != "fresh")
+    assert (summary["serial"]["argmax_flips_vs_fresh"], summary["serial"]["max_abs_dp_vs_fresh"]) == (0, 0.01)
+    assert (summary["oneshot"]["argmax_flips_vs_fresh"], summary["oneshot"]["max_abs_dp_vs_fresh"]) == (2, 0.3)
+    assert summary["fresh"]["argmax_flips_vs_fresh"] == 0 and summary["fresh"]["max_abs_dp_vs_fresh"] == 0.0
+    assert doc["cached"]["bound"] == round((400 + 210) / 210, 3) and doc["prefill_tokens_per_s"] == 1000.0
+    assert {"best_fork_vs_fresh", "oneshot_vs_best_fork", "cached_fraction_of_bound"} <= set(doc["targets"])
+    assert len(doc["per_state"]) == 2 and set(doc["per_state"][0]["seconds"]) == set(paths)
