@@ -82,7 +82,8 @@ def test_residency_benchmark_writes_every_level_for_both_policies(tmp_path):
     for policy in ("spilled", "resident"):
         none, one = doc["policies"][policy]["0"], doc["policies"][policy]["1"]
         assert none["slowdown_vs_none"] == 1.0 and none["branches_s_median"] > 0 and one["branches_s_median"] > 0
-        assert none["prefill_slowdown_vs_none"] == 1.0 and none["prefill_tokens_per_s_median"] > 0 and one["prefill_tokens_per_s_median"] > 0
+        assert none["prefill_slowdown_vs_none"] == 1.0
+        assert none["prefill_tokens_per_s_median"] > 0 and one["prefill_tokens_per_s_median"] > 0
         assert one["cached_tokens_mean"] > none["cached_tokens_mean"] > 1000  # the other state's prefix stayed cached
     resident, spilled = doc["policies"]["resident"], doc["policies"]["spilled"]
     assert resident["1"]["kv_cells_between_requests_mean"] > resident["0"]["kv_cells_between_requests_mean"] > 1000
