@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from support.notebooks import BROWSER_NOTEBOOKS, SMALL_PARAMETERS
 from support.paths import ROOT
 from support.servers import free_port
 
@@ -59,8 +60,7 @@ RUN_ALL_S = 420
 CLICK_S = 180
 # Cells left out of the served copies (none now: notebook 00 no longer closes the engine its form uses).
 DROPPED_CELLS: dict[str, set[str]] = {}
-# Smaller than notebook 05's defaults (as in tests/test_notebooks.py), same cells.
-PARAMETERS = {"05_score_decisions_prefix_forking.ipynb": {"STATE_INDEX": 26, "QUESTIONS": 3}}
+PARAMETERS = SMALL_PARAMETERS  # smaller than notebook 05's defaults, as in tests/test_notebooks.py: same cells
 RUN_ID = "br0wse"
 # JupyterLab user settings for the test server: every cell in the DOM, no autosave, no news pop-up.
 LAB_SETTINGS = {
@@ -151,7 +151,7 @@ def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("jupyterlab")
     folder = tmp / "notebooks"
     folder.mkdir()
-    for name in ("00_local_quickstart.ipynb", "05_score_decisions_prefix_forking.ipynb"):
+    for name in BROWSER_NOTEBOOKS:  # tests/test_notebooks.py leaves them to this module when it runs
         copy_notebook(name, folder)
     env = lab_environment(tmp)
     package_model_once(env)

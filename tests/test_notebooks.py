@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from support.aws import make_fake_gguf
+from support.notebooks import BROWSER_NOTEBOOKS, SMALL_PARAMETERS, browser_runs_notebooks
 from support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,8 +41,7 @@ NOTEBOOK_TIMEOUT_S = {"06_benchmark_paths.ipynb": 900, "07_calibrate_decisions.i
 DEFAULT_NOTEBOOK_TIMEOUT_S = 420
 # What notebook 06 loads instead of measuring: either modes file, and the readout-vs-generation file.
 BENCH_RESULTS = (("modes.json", "modes-quick.json"), ("readout-vs-generation.json",))
-# Smaller than the notebooks' defaults, so the suite fits a shared 2-core machine; same code paths.
-LOCAL_PARAMETERS = {"02_deploy_text_dlc.ipynb": {"MAX_TOKENS": 16}, "05_score_decisions_prefix_forking.ipynb": {"STATE_INDEX": 26, "QUESTIONS": 3}}
+LOCAL_PARAMETERS = SMALL_PARAMETERS  # smaller than the notebooks' defaults, same code paths (support/notebooks.py)
 REGION = "us-east-1"
 RUN_ID = "nbaws1"
 
@@ -197,7 +197,9 @@ def _package_if_missing(env: dict[str, str]) -> None:
 @pytest.mark.notebook
 @pytest.mark.model
 @pytest.mark.server  # notebooks 02, 04 and 05 serve the model locally
-def test_notebook_runs_locally(name, local_env):
+def test_notebook_runs_locally(name, local_env, request):
+    if name in BROWSER_NOTEBOOKS and browser_runs_notebooks(request.session):
+        pytest.skip("run top to bottom in JupyterLab by tests/test_browser.py in this session (same parameters, any cell error fails)")
     missing = [" or ".join(names) for names in BENCH_RESULTS
                if not any((ROOT / "results" / "bench" / f).is_file() for f in names)]
     if name.startswith("06") and missing:
