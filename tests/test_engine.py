@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
+from semif_lib.decision.planner import plan_waves
 from semif_lib.decision.schema import parse_request
 from semif_lib.errors import InvalidRequestError, PayloadTooLargeError
 
-from conftest import MAX_ABS_DIFF, MEAN_ABS_DIFF, flatten_probabilities
+from support.answers import MAX_ABS_DIFF, MEAN_ABS_DIFF, flatten_probabilities
 
 LONG_STATE = "\n".join(
     f"[{h:02d}:{m:02d}] agent-{h % 3}: checkout latency p99 is {200 + 37 * h + m} ms on region eu-{h % 2}, "
@@ -18,9 +19,11 @@ LONG_REQUEST = {
     "questions": {
         "rollback": {"type": "noul", "instructions": "Was any deploy rolled back?"},
         "eu0": {"type": "noul", "instructions": "Is region eu-0 mentioned?", "criteria": {"true": "it appears", "false": "it does not"}},
-        "owner": {"type": "choice", "instructions": "Who reported most often?", "criteria": {"agent-0": None, "agent-1": None, "agent-2": None}},
+        "owner": {"type": "choice", "instructions": "Who reported most often?",
+                  "criteria": {"agent-0": None, "agent-1": None, "agent-2": None}},
         "sev": {"type": "score", "instructions": "How severe is the incident?", "criteria": ["none", "low", "medium", "high", "critical"]},
-        "kind": {"type": "choice", "instructions": "What kind of log is this?", "criteria": {"latency monitoring": None, "payroll": None}, "readout": "sequence"},
+        "kind": {"type": "choice", "instructions": "What kind of log is this?",
+                 "criteria": {"latency monitoring": None, "payroll": None}, "readout": "sequence"},
     },
 }
 
@@ -98,25 +101,25 @@ def test_restore_by_state_snapshot_matches_truncation(engine):
     engine.clear_cache()
     truncated = engine.score(LONG_REQUEST, mode="serial")
     engine.clear_cache()
-    engine._restore_by_state = True  # the path recurrent architectures take
+    engine.store.restore_by_state = True  # the path recurrent architectures take
     try:
         restored = engine.score(LONG_REQUEST, mode="serial")
     finally:
-        engine._restore_by_state = False
+        engine.store.restore_by_state = False
     a, b = flatten_probabilities(truncated), flatten_probabilities(restored)
     assert max(abs(a[k] - b[k]) for k in a) <= MAX_ABS_DIFF
 
 
 def test_parallel_waves_respect_batch_and_sequence_limits(engine):
     paths = [(0, list(range(100 * i, 100 * i + 30))) for i in range(10)]
-    waves = [w.indices for w in engine.plan_waves(paths, free_cells=100, free_seqs=4)]
+    waves = [w.indices for w in plan_waves(paths, free_cells=100, free_seqs=4, capacity=engine.capacity)]
     assert [len(w) for w in waves] == [3, 3, 3, 1]
-    waves = [w.indices for w in engine.plan_waves(paths, free_cells=10_000, free_seqs=4)]
+    waves = [w.indices for w in plan_waves(paths, free_cells=10_000, free_seqs=4, capacity=engine.capacity)]
     assert [len(w) for w in waves] == [4, 4, 2]
     assert sorted(i for w in waves for i in w) == list(range(10))
     half = engine.n_batch // 2 + 1
     long_paths = [(0, list(range(10_000 * i, 10_000 * i + half))) for i in range(4)]
-    waves = engine.plan_waves(long_paths, free_cells=100_000, free_seqs=64)
+    waves = plan_waves(long_paths, free_cells=100_000, free_seqs=64, capacity=engine.capacity)
     assert all(len(w.indices) == 1 for w in waves)  # n_batch bounds a wave too
 
 

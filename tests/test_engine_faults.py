@@ -11,13 +11,16 @@ import pytest
 from semif_lib.decision.schema import parse_request
 from semif_lib.errors import DecodeError, PayloadTooLargeError
 
-from conftest import MAX_ABS_DIFF, flatten_probabilities
+from support.answers import MAX_ABS_DIFF, flatten_probabilities
+
+pytestmark = pytest.mark.model  # every test builds a DecisionEngine on the embedded GGUF
 
 QUESTIONS = {
     "paid": {"type": "noul", "instructions": "Was a payment mentioned?"},
     "team": {"type": "choice", "instructions": "Which team should act?", "criteria": {"billing": None, "ops": None, "legal": None}},
     "sev": {"type": "score", "instructions": "How severe is it?", "criteria": ["low", "medium", "high"]},
-    "kind": {"type": "choice", "instructions": "What is it?", "criteria": {"incident report": None, "invoice": None}, "readout": "sequence"},
+    "kind": {"type": "choice", "instructions": "What is it?", "criteria": {"incident report": None, "invoice": None},
+             "readout": "sequence"},
 }
 
 
@@ -114,11 +117,11 @@ def test_batches_over_the_context_are_admitted_in_rounds(faulty):
     preps = [faulty.prepare(parse_request(r)) for r in reqs]
     assert sum(len(p.prefix) for p in preps) > faulty.n_ctx, "the workload must over-commit the context"
     assert len(faulty.plan_rounds(preps)) > 1
-    free_before = len(faulty._free_seqs) + len(faulty.cache.resident())
+    free_before = faulty.store.free_seqs + len(faulty.cache.resident())
     out = faulty.score_batch(reqs, mode="parallel")
     assert all(not isinstance(r, Exception) for r in out), out
     faulty.check_invariants()
-    assert len(faulty._free_seqs) + len(faulty.cache.resident()) == free_before
+    assert faulty.store.free_seqs + len(faulty.cache.resident()) == free_before
     for r, single in zip(out, reqs):
         faulty.clear_cache()
         assert_close(r, faulty.score(single, mode="parallel"))
@@ -166,14 +169,14 @@ def test_nested_prefixes_reuse_the_exact_entry_and_leak_nothing(faulty):
     faulty.clear_cache()
     short = faulty.prepare(parse_request({"state": make_state(40, 8), "questions": QUESTIONS})).prefix
     longer = short + faulty.tokenize(" and then the same state went on for a while")
-    seqs = len(faulty._free_seqs) + len(faulty.cache.resident())
+    seqs = faulty.store.free_seqs + len(faulty.cache.resident())
     for k in range(20):
-        entry, cached = faulty._acquire_prefix(longer if k % 4 == 0 else short)
-        faulty._release_prefix(entry)
+        lease = faulty.store.acquire(longer if k % 4 == 0 else short)
+        faulty.store.release(lease)
         faulty.check_invariants()
-        assert len(faulty._free_seqs) + len(faulty.cache.resident()) == seqs
+        assert faulty.store.free_seqs + len(faulty.cache.resident()) == seqs
         if k % 4 in (2, 3):  # P was acquired just before: an exact hit, not another copy
-            assert cached == len(short)
+            assert lease.cached == len(short)
     response = faulty.score({"state": make_state(40, 8), "questions": QUESTIONS}, mode="parallel")
     assert response.usage.cached_tokens == response.timing["prefix_tokens"]
     faulty.check_invariants()
@@ -231,7 +234,7 @@ def test_cached_prefixes_wait_in_host_memory_and_come_back(faulty):
     req = request(70, lines=6)
     first = faulty.score(req, mode="parallel")
     assert len(faulty.cache) == 1 and not faulty.cache.resident() and faulty.cache.resident_tokens == 0
-    assert all(faulty._lib.llama_memory_seq_pos_max(faulty._mem, s) == -1 for s in range(faulty.n_seq_max))
+    assert all(faulty.backend.seq_span(s)[1] == -1 for s in range(faulty.n_seq_max))
     restores = faulty.stats["restores"]
     second = faulty.score(req, mode="parallel")
     third = faulty.score(req, mode="serial")
@@ -248,7 +251,7 @@ def test_a_failed_restore_prefills_again_and_leaks_nothing(faulty, monkeypatch):
     faulty.clear_cache()
     req, longer = request(71, lines=6), request(71, lines=7)  # the longer state shares the first one's lines
     first, first_longer = faulty.score(req, mode="parallel"), faulty.score(longer, mode="parallel")
-    real = faulty._lib.llama_state_seq_set_data
+    real = faulty.backend.lib.llama_state_seq_set_data
 
     def refuse(ctx, buf, size, seq):  # runs, then reports failure: the cells it wrote must still be released
         real(ctx, buf, size, seq)
@@ -256,7 +259,7 @@ def test_a_failed_restore_prefills_again_and_leaks_nothing(faulty, monkeypatch):
 
     faulty.clear_cache()
     faulty.score(req, mode="parallel")
-    monkeypatch.setattr(faulty._lib, "llama_state_seq_set_data", refuse)
+    monkeypatch.setattr(faulty.backend.lib, "llama_state_seq_set_data", refuse)
     for r, clean in ((longer, first_longer), (req, first)):  # partial hit on req's prefix, then an exact hit
         again = faulty.score(r, mode="parallel")
         assert again.usage.cached_tokens == 0
@@ -301,9 +304,12 @@ def test_rounds_merge_requests_only_while_their_branches_share_a_micro_batch(fau
     large = [faulty.prepare(parse_request(request(90 + k, lines=1, questions=many))) for k in range(2)]
     tokens = [sum(len(j.tokens) for j in p.jobs) for p in small + large]
     assert sum(tokens[:4]) <= faulty.settings.n_ubatch < min(tokens[4:]), tokens
-    assert faulty.plan_rounds(small) == [[0, 1, 2, 3]]
-    assert faulty.plan_rounds(large) == [[0], [1]]
-    assert faulty.plan_rounds(small[:1] + large + small[1:]) == [[0], [1], [2], [3, 4, 5]]
+    def rounds(preps):
+        return [r.members for r in faulty.plan_rounds(preps)]
+
+    assert rounds(small) == [[0, 1, 2, 3]]
+    assert rounds(large) == [[0], [1]]
+    assert rounds(small[:1] + large + small[1:]) == [[0], [1], [2], [3, 4, 5]]
     seen: list[list[int]] = []
     out = faulty.score_batch([request(90, lines=1, questions=many), request(80, lines=1, questions={"paid": QUESTIONS["paid"]})],
                              mode="parallel", on_done=lambda done, results: seen.append([i for i in done if results[i] is not None]))

@@ -1,10 +1,14 @@
 """The decision wing: option probabilities from one llama.cpp forward pass, a prefix prefilled once.
 
-`schema` (the wire format), `prompt` (chat template, answer slots), `readout` (logits to
-answers), `engine` (the llama.cpp context, modes, cross-request batches), `tokentree` (branch
-tokens shared once), `prefix_cache` (resident prefixes), `calibrator` (applying a fitted file).
+`schema` (the wire format), `prompt` (chat template, answer slots), `preparer` (limits,
+tokenization, slot checks), `engine` (the scheduler: score, score_batch), `backend` (the
+llama.cpp model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV
+invariant), `prefix_cache` (the index it keeps), `planner` (rounds and waves), `modes` (fresh,
+serial, parallel, oneshot), `tokentree` (branch tokens shared once), `readout` (logits to
+answers), `calibrator` (applying a fitted file).
 
-Doors: this wing imports only the plumbing below it (`settings`, `errors`, `modelfile`), never
-serving, the AWS wing or measurement. Only `engine` (the context) and `prompt` (llama-cpp-python's
-Jinja2 chat formatter) import llama_cpp, and only when they run; `schema` never does.
+Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `modelfile`),
+never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`
+(llama-cpp-python's Jinja2 chat formatter) import llama_cpp, and only when they run; `schema`
+never does.
 """

@@ -9,17 +9,21 @@ its cells freed, because every resident cell widens the attention of every later
 two resident states slowed a new state's prefill 1.25x and its branches 1.12x
 (results/bench/residency.json). Restoring a spilled prefix copies its KV rows back, with no decode.
 
-This class only decides: which entry matches, which to evict. The engine performs the KV
-operations. Tests can use it without a model.
+This class keeps the index: which entry matches, which to evict, and each entry's pins,
+sequence and snapshot, written only through its methods. `kvstore.KVStore` performs the KV
+operations and is its only writer. Tests can use it without a model.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, TypeAlias
 
 import numpy as np
+
+Snapshot: TypeAlias = Any  # a sequence's saved KV rows, opaque here (a ctypes buffer from the backend)
+Outcome = Literal["hit", "copy", "restore", "restore_cut", "prefill"]
 
 
 @dataclass
@@ -36,7 +40,7 @@ class CacheEntry:
     seq_id: int | None
     pins: int = 0
     stale: bool = False
-    snapshot: Any = None
+    snapshot: Snapshot | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -56,6 +60,44 @@ class MatchResult:
     @property
     def exact(self) -> bool:
         return self.entry is not None and self.length == len(self.entry)
+
+
+@dataclass(frozen=True)
+class AcquirePlan:
+    """How a requested prefix will be produced, decided from the books alone.
+
+    * ``hit``: a resident entry is exactly the prefix; pinned, nothing decoded.
+    * ``copy``: a resident entry shares `shared` tokens; they are copied (`seq_cp`), the rest prefilled.
+    * ``restore``: a spilled entry is exactly the prefix; its snapshot is loaded, nothing decoded.
+    * ``restore_cut``: a spilled entry shares `shared` tokens; loaded whole, cut back, the rest prefilled.
+    * ``prefill``: nothing usable is cached; the whole prefix is decoded.
+
+    `need`: KV cells that must be free first (else the request cannot run); `want`: cells to free
+    if possible (a spilled longer entry comes back whole before it is cut).
+    """
+
+    outcome: Outcome
+    source: CacheEntry | None
+    shared: int
+    need: int
+    want: int
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A pinned prefix a request decodes from; give it back with `KVStore.release`."""
+
+    entry: CacheEntry
+    cached: int  # tokens that were already cached (`usage.cached_tokens`)
+
+    @property
+    def seq(self) -> int:
+        assert self.entry.seq_id is not None, "a leased prefix is resident"
+        return self.entry.seq_id
+
+    @property
+    def length(self) -> int:
+        return len(self.entry)
 
 
 def count_common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -129,6 +171,39 @@ class PrefixCache:
 
     def remove(self, entry: CacheEntry) -> None:
         self._entries.pop(entry.tokens, None)
+
+    # ---- the only writes to an entry
+    def pin(self, entry: CacheEntry) -> None:
+        """A request uses `entry` (it must be resident): it is neither spilled nor evicted until unpinned."""
+        if not entry.resident:
+            raise ValueError(f"a spilled prefix of {len(entry)} tokens cannot be pinned: restore it first")
+        entry.pins += 1
+
+    def unpin(self, entry: CacheEntry) -> None:
+        if entry.pins <= 0:
+            raise ValueError(f"the prefix of {len(entry)} tokens is not pinned")
+        entry.pins -= 1
+
+    def place(self, entry: CacheEntry, seq_id: int) -> None:
+        """`entry` is resident again, in `seq_id` (restored from its snapshot)."""
+        entry.seq_id = seq_id
+
+    def unplace(self, entry: CacheEntry, snapshot: Snapshot | None) -> int | None:
+        """`entry` leaves its sequence (returned, for the caller to free); `snapshot` keeps it cached, if given."""
+        seq, entry.seq_id = entry.seq_id, None
+        if snapshot is not None:
+            entry.snapshot = snapshot
+        return seq
+
+    def mark_stale(self, entry: CacheEntry) -> None:
+        """A failed request may have left cells on `entry`: never matched again, evicted on release."""
+        entry.stale = True
+
+    def drop(self, entry: CacheEntry) -> int | None:
+        """Forget `entry`; returns the sequence it held (for the caller to free), if resident."""
+        self.remove(entry)
+        seq, entry.seq_id, entry.snapshot = entry.seq_id, None, None
+        return seq
 
     def pick_victim(self, resident_only: bool = False) -> CacheEntry | None:
         """Least recently used entry that no request is using (`resident_only`: one that holds KV cells)."""

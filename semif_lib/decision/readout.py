@@ -5,12 +5,15 @@ Pure numpy, so the arithmetic is testable without a model.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from .prompt import QuestionPlan
 from .schema import ChoiceAnswer, NoulAnswer, ScoreAnswer
+
+if TYPE_CHECKING:
+    from .preparer import PreparedRequest
 
 
 def logsumexp(row: np.ndarray) -> float:
@@ -55,3 +58,27 @@ def build_answer(plan: QuestionPlan, probs: np.ndarray, option_mass: float) -> N
         return ChoiceAnswer(choice=plan.keys[top], confidence=p[top], probabilities=probabilities, option_mass=option_mass)
     expected = float(sum(i * pi for i, pi in enumerate(p)))
     return ScoreAnswer(score=expected, confidence=p[top], legend=plan.legend, probabilities=probabilities, option_mass=option_mass)
+
+
+def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logits: bool = False) -> dict[str, Any]:
+    """Every question's answer from the logits rows its jobs read (slot or sequence readout).
+
+    `calibration` (a loaded calibration file) maps logits to calibrated answers;
+    `include_logits` adds each answer's raw option logits, which calibration fitting needs.
+    """
+    by_plan: dict[int, list] = {}
+    for job in prep.jobs:
+        by_plan.setdefault(job.plan_index, []).append(job)
+    answers: dict[str, Any] = {}
+    for i, plan in enumerate(prep.plans):
+        jobs = by_plan[i]
+        if plan.readout == "slot":
+            logits, probs, mass = read_slot_logits(jobs[0].rows[0], prep.slot_tokens[i])
+        else:
+            logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in jobs]
+            logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in jobs], plan.length_normalize)
+        answer = calibration.apply(plan, logits, probs, mass) if calibration is not None else build_answer(plan, probs, mass)
+        if include_logits:
+            answer.logits = [float(x) for x in logits]
+        answers[plan.qid] = answer
+    return answers

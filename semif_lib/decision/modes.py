@@ -1,0 +1,133 @@
+"""The execution modes: how a prepared request's jobs are decoded over the prefix store.
+
+Every mode leaves each job holding the logits rows it reads (`Job.rows`) and gives every
+sequence it took back to the store, whatever fails; the engine reads the answers.
+
+* ``fresh``: each question evaluates its whole prompt on the scratch sequence.
+* ``serial``: each suffix decodes on the leased prefix's own sequence, then is cut back.
+* ``parallel``: the prefix is forked into branch sequences and the suffixes decode in waves,
+  laid out as a token tree (`tokentree`), several requests' branches together in a round.
+* ``oneshot`` (benchmarks only): prefix and suffixes in one batch, prefix rows tagged with every
+  branch's id; no cache. The hardware's lower bound.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Hashable, Sequence
+
+from ..errors import EngineStateError, SemifError
+from .backend import mark_rows
+from .kvstore import Counters, KVStore, Lease
+from .planner import Capacity, plan_waves
+from .preparer import Job, PreparedRequest
+from .tokentree import TokenTree
+
+if TYPE_CHECKING:
+    from .backend import LlamaBackend
+
+__all__ = ["Branch", "ModeRunner"]
+
+Branch = tuple[Job, int, int]  # a job, the sequence of its prefix, and the prefix's length
+Head = tuple[list[int], list[int], list[tuple[int, ...]]]  # rows decoded before a tree: tokens, positions, sequences
+
+
+class ModeRunner:
+    """Runs the modes for one engine; holds no state of its own beyond what it is given."""
+
+    def __init__(self, backend: "LlamaBackend", store: KVStore, capacity: Capacity, counters: Counters) -> None:
+        self.backend, self.store, self.capacity, self.counters = backend, store, capacity, counters
+
+    def fresh(self, prep: PreparedRequest) -> None:
+        seq, base = self.store.scratch_seq, len(prep.prefix)
+        for job in prep.jobs:
+            tokens = prep.prefix + job.tokens
+            self.store.require(len(tokens))
+            try:
+                want = mark_rows(len(tokens), (base + off for off in job.read_offsets))
+                job.rows = self.backend.decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
+            finally:
+                self.store.clear_scratch()
+        self.counters.prefill_tokens += sum(len(prep.prefix) + len(j.tokens) for j in prep.jobs)
+
+    def serial(self, prep: PreparedRequest, lease: Lease) -> None:
+        """Each suffix on the prefix's own sequence, cut back after it; a failure marks the prefix stale.
+
+        A stale prefix may hold part of a suffix, so it is evicted as soon as it is released and
+        no later request can match it.
+        """
+        seq, base = lease.seq, len(prep.prefix)
+        try:
+            checkpoint = self.store.checkpoint(lease)
+            for job in prep.jobs:
+                n = len(job.tokens)
+                self.store.require(n)
+                try:
+                    job.rows = self.backend.decode(job.tokens, range(base, base + n), [(seq,)] * n, mark_rows(n, job.read_offsets))
+                finally:
+                    self.store.rewind(lease, checkpoint)
+        except BaseException:
+            self.store.mark_stale(lease)
+            raise
+        self.counters.branch_tokens += sum(len(j.tokens) for j in prep.jobs)
+
+    def parallel(self, prep: PreparedRequest, lease: Lease) -> None:
+        self.branches([(job, lease.seq, len(prep.prefix)) for job in prep.jobs])
+
+    def branches(self, items: Sequence[Branch]) -> None:
+        """Fork each job from its prefix sequence and decode all of them in as few batches as fit.
+
+        Jobs of several requests can share a batch, and tokens that jobs share after the same
+        prefix are decoded once (a token tree).
+        """
+        paths = [(src, job.tokens) for job, src, _ in items]
+        longest = max(len(t) for _, t in paths)
+        self.store.require(max(longest, min(sum(len(t) for _, t in paths), self.capacity.n_batch)), required=longest)
+        if self.store.branch_room < 1:
+            raise EngineStateError(f"no KV sequence is free for a branch (SEMIF_N_SEQ_MAX={self.capacity.n_seq_max})")
+        base_of = {src: base for _, src, base in items}
+        for wave in plan_waves(paths, self.store.free_cells, self.store.branch_room, self.capacity):
+            forks: list[int] = []
+            try:
+                for idx in wave.indices:
+                    forks.append(self.store.fork(items[idx][1]))
+                self._decode_tree(wave.tree, [items[i][0] for i in wave.indices], wave.rows, base_of, forks)
+            finally:
+                for b in forks:
+                    self.store.give_branch(b)
+
+    def oneshot(self, prep: PreparedRequest) -> None:
+        """Prefix rows tagged with every branch id, then the suffixes' token tree: one batch, no cache."""
+        n = len(prep.jobs)
+        if n > self.store.free_seqs:
+            raise SemifError(f"oneshot needs {n} free sequences")
+        forks: list[int] = []
+        try:
+            for _ in range(n):
+                forks.append(self.store.take_branch(vacate=False))
+            base = len(prep.prefix)
+            tree = TokenTree()
+            job_rows = [tree.add_path(0, job.tokens, owner) for owner, job in enumerate(prep.jobs)]
+            self.store.require(base + len(tree))
+            head = (list(prep.prefix), list(range(base)), [tuple(forks)] * base)
+            self._decode_tree(tree, prep.jobs, job_rows, {0: base}, forks, head)
+        finally:
+            for b in forks:
+                self.store.give_branch(b)
+
+    def _decode_tree(self, tree: TokenTree, jobs: Sequence[Job], job_rows: Sequence[list[int]], base_of: dict[Hashable, int],
+                     forks: Sequence[int], head: Head | None = None) -> None:
+        """Decode a token tree (after optional `head` rows) and hand each job the logits rows it reads.
+
+        `base_of[root]` is the first position after a root's prefix; `forks[owner]` is each branch's sequence.
+        """
+        tokens, pos, seqs = head if head is not None else ([], [], [])
+        offset = len(tokens)
+        tokens = tokens + tree.tokens
+        pos = pos + [base_of[root] + d for root, d in zip(tree.root, tree.depth)]
+        seqs = seqs + [tuple(forks[o] for o in owners) for owners in tree.owners]
+        read = [offset + rows[off] for job, rows in zip(jobs, job_rows) for off in job.read_offsets]
+        want = mark_rows(len(tokens), read)
+        logits = dict(zip([r for r, w in enumerate(want) if w], self.backend.decode(tokens, pos, seqs, want)))
+        for job, rows in zip(jobs, job_rows):
+            job.rows = [logits[offset + rows[off]] for off in job.read_offsets]
+        self.counters.branch_tokens += len(tree)

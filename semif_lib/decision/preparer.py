@@ -1,0 +1,223 @@
+"""Request preparation: limits, rendering, guarded tokenization, answer-slot verification.
+
+A request leaves here as a `PreparedRequest`: the token prefix its questions share and one
+`Job` per branch, every answer slot verified to be one token after the prompt. Work beyond a
+configured limit is refused here with a 413 naming the limit, before anything is decoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from ..errors import InvalidRequestError
+from ..limits import check_limit, check_question_counts, refuse_limit
+from ..settings import Settings
+from .planner import Demand
+from .prefix_cache import count_common_prefix
+from .prompt import PromptRenderer, QuestionPlan, generate_letter_slots, plan_question
+from .schema import DecisionRequest, render_content
+
+__all__ = ["Job", "PreparedRequest", "RequestPreparer", "Tokenizer", "check_request_limits"]
+
+Pieces = list[tuple[str, bool]]  # (text, parse_special) pieces of a guarded prompt
+
+
+class Tokenizer(Protocol):
+    def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]: ...
+
+    def is_control(self, token: int) -> bool: ...
+
+
+@dataclass
+class Job:
+    """One branch of work: tokens decoded after the prefix, and the rows whose logits are read.
+
+    A slot readout reads one row (the last). A sequence readout reads the rows that predict
+    each option token; `targets` holds those tokens.
+    """
+
+    plan_index: int
+    tokens: list[int]
+    read_offsets: list[int]
+    targets: list[int] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass
+class PreparedRequest:
+    """A request tokenized and split: the shared prefix and one job per branch."""
+
+    plans: list[QuestionPlan]
+    prefix: list[int]
+    jobs: list[Job]
+    slot_tokens: dict[int, list[int]]
+    suffix_lengths: dict[str, int]
+
+    @property
+    def input_tokens(self) -> int:
+        seen: dict[int, int] = {}
+        for job in self.jobs:  # a sequence readout's options share one suffix: count it once
+            seen[job.plan_index] = max(seen.get(job.plan_index, 0), len(job.tokens) - len(job.targets))
+        return len(self.prefix) + sum(seen.values()) + sum(len(j.targets) for j in self.jobs)
+
+    @property
+    def demand(self) -> Demand:
+        return Demand(tuple(self.prefix), max(len(j.tokens) for j in self.jobs), sum(len(j.tokens) for j in self.jobs))
+
+
+def check_request_limits(request: DecisionRequest, settings: Settings) -> None:
+    """Questions and options beyond the configured limits: a 413 naming the limit and the value (`limits`)."""
+    check_question_counts(request.questions, max_questions=settings.max_questions, max_options=settings.max_options)
+
+
+class RequestPreparer:
+    """Turns requests into prepared ones for one model's tokenizer and chat template."""
+
+    def __init__(self, tokenizer: Tokenizer, renderer: PromptRenderer, settings: Settings, n_ctx: int) -> None:
+        self.tokenizer, self.renderer, self.settings, self.n_ctx = tokenizer, renderer, settings, n_ctx
+        self._tail_slots: dict[tuple[str, str], int | None] = {}
+        self.letter_slots = self._find_letter_slots()
+
+    def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:
+        return self.tokenizer.tokenize(text, add_special, parse_special)
+
+    def contains_special_text(self, text: str) -> bool:
+        """Whether `text` spells a special token (say ``<|im_end|>``) that parsing would turn into a control token."""
+        return self.tokenize(text, parse_special=True) != self.tokenize(text, parse_special=False)
+
+    def tokenize_pieces(self, pieces: Sequence[tuple[str, bool]]) -> list[int]:
+        """Tokenize (text, parse_special) pieces one by one (see `PromptRenderer.render_pieces`)."""
+        tokens: list[int] = []
+        for i, (text, special) in enumerate(pieces):
+            tokens += self.tokenize(text, self.renderer.add_bos and i == 0, special)
+        return tokens
+
+    # ------------------------------------------------------------------ prepare
+    def prepare(self, request: DecisionRequest) -> PreparedRequest:
+        """Render, tokenize and split every question; verify each answer slot is one token.
+
+        Work beyond the configured limits (questions, options, branch tokens, context) is a 413
+        naming the limit and the value, before anything is decoded.
+        """
+        check_request_limits(request, self.settings)
+        state_text = render_content(request.state)
+        plans = [plan_question(qid, q, self.renderer.slot_prefix, self.letter_slots) for qid, q in request.questions.items()]
+        # User text that spells a control token is tokenized apart, as text; otherwise the whole
+        # prompt is tokenized in one piece, exactly as the text path (llama-server) does.
+        guarded = any(self.contains_special_text(t) for t in [state_text, *(p.block for p in plans)])
+        if guarded:
+            prefix = self.tokenize_pieces(self.renderer.render_prefix_pieces(state_text))
+        else:
+            prefix = self.tokenize(self.renderer.render_prefix(state_text), self.renderer.add_bos)
+        prompts = [self._tokenize_prompt(state_text, plan, guarded) for plan in plans]
+        shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
+        prep = PreparedRequest(plans, prefix[:shared], [], {}, {})
+        for i, (plan, prompt) in enumerate(zip(plans, prompts)):
+            self._add_jobs(prep, i, plan, prompt)
+        self._check_size(prep)
+        return prep
+
+    def _tokenize_prompt(self, state_text: str, plan: QuestionPlan, guarded: bool) -> tuple[str, list[int], Pieces | None]:
+        text = self.renderer.render(state_text, plan.block)
+        pieces = self.renderer.render_pieces(state_text, plan.block) if guarded else None
+        tokens = self.tokenize_pieces(pieces) if pieces else self.tokenize(text, self.renderer.add_bos)
+        return text, tokens, pieces
+
+    def _add_jobs(self, prep: PreparedRequest, i: int, plan: QuestionPlan, prompt: tuple[str, list[int], Pieces | None]) -> None:
+        text, tokens, pieces = prompt
+        suffix = tokens[len(prep.prefix):]
+        prep.suffix_lengths[plan.qid] = len(suffix)
+        if plan.readout == "slot":
+            prep.slot_tokens[i] = self._verify_slots(plan, text, tokens, pieces)
+            prep.jobs.append(Job(i, suffix, [len(suffix) - 1]))
+            return
+        for option in plan.slots:
+            extra = self._option_tokens(plan, text, tokens, option, pieces)
+            prep.jobs.append(Job(i, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
+
+    def _check_size(self, prep: PreparedRequest) -> None:
+        shared = len(prep.prefix)
+        check_limit("max_branch_tokens", prep.input_tokens - shared, self.settings.max_branch_tokens, field="questions")
+        longest = max(len(j.tokens) for j in prep.jobs)
+        if shared + longest > self.n_ctx:
+            raise refuse_limit("n_ctx", shared + longest, self.n_ctx, field="state",
+                               detail=f"the prompt needs {shared} prefix tokens + {longest} question tokens = {shared + longest}")
+
+    # ------------------------------------------------------------------ answer slots
+    def _find_letter_slots(self) -> list[str]:
+        """Choice labels (A-Z, then AA-ZZ) that this tokenizer reads as one token after the assistant header."""
+        text = self.renderer.render("state", " question")
+        tokens = self.tokenize(text, self.renderer.add_bos)
+        tail = self._answer_tail(text, tokens, " question")
+        return [s for s in generate_letter_slots() if self._slot_token(text, tokens, tail, self.renderer.slot_prefix + s) is not None]
+
+    def _answer_tail(self, text: str, tokens: list[int], block: str) -> str | None:
+        """The template text after the question, if it starts with a control token.
+
+        llama.cpp splits text at special tokens before BPE, so a slot appended to the prompt
+        tokenizes the same after the full prompt as after this tail; checking the tail is exact
+        and much cheaper than re-tokenizing a 2,000-token prompt per option.
+        """
+        cut = text.rfind(block)
+        if cut < 0:
+            return None
+        tail = text[cut + len(block):]
+        tail_tokens = self.tokenize(tail)
+        if not tail_tokens or tokens[-len(tail_tokens):] != tail_tokens:
+            return None
+        return tail if self.tokenizer.is_control(tail_tokens[0]) else None
+
+    def _extend_prompt(self, text: str, pieces: Pieces | None, extra: str, special: bool) -> list[int]:
+        """Tokens of the prompt followed by `extra`, tokenized the way the prompt itself was."""
+        if pieces is None:
+            return self.tokenize(text + extra, self.renderer.add_bos)
+        if special:  # our own answer slot: it joins the template tail, as in one-piece tokenization
+            return self.tokenize_pieces(pieces[:-1] + [(pieces[-1][0] + extra, pieces[-1][1])])
+        return self.tokenize_pieces(pieces + [(extra, False)])
+
+    def _slot_token(self, text: str, tokens: list[int], tail: str | None, slot: str, pieces: Pieces | None = None) -> int | None:
+        """The token id if `tokenize(prompt + slot) == tokenize(prompt) + [id]`, else None."""
+        if tail is not None:
+            key = (tail, slot)
+            if key not in self._tail_slots:
+                base = self.tokenize(tail)
+                with_slot = self.tokenize(tail + slot)
+                ok = len(with_slot) == len(base) + 1 and with_slot[:-1] == base
+                self._tail_slots[key] = with_slot[-1] if ok else None
+            return self._tail_slots[key]
+        with_slot = self._extend_prompt(text, pieces, slot, special=True)
+        ok = len(with_slot) == len(tokens) + 1 and with_slot[:-1] == tokens
+        return with_slot[-1] if ok else None
+
+    def _verify_slots(self, plan: QuestionPlan, text: str, tokens: list[int], pieces: Pieces | None = None) -> list[int]:
+        """`tokenize(prompt + slot) == tokenize(prompt) + [slot_token]` for every slot, all distinct."""
+        tail = self._answer_tail(text, tokens, plan.block)
+        ids = []
+        for slot in plan.slots:
+            token = self._slot_token(text, tokens, tail, slot, pieces)
+            if token is None:
+                raise InvalidRequestError(
+                    f"questions.{plan.qid}: answer slot {slot!r} is not a single token after this model's "
+                    f"assistant prefix, so its logit cannot be read in one pass; use \"readout\": \"sequence\"",
+                    field=f"questions.{plan.qid}.criteria",
+                )
+            ids.append(token)
+        if len(set(ids)) != len(ids):
+            raise InvalidRequestError(
+                f"questions.{plan.qid}: {len(ids)} options cannot be given distinct single-token answer slots "
+                f"with this model's tokenizer",
+                field=f"questions.{plan.qid}.criteria",
+            )
+        return ids
+
+    def _option_tokens(self, plan: QuestionPlan, text: str, tokens: list[int], option: str, pieces: Pieces | None = None) -> list[int]:
+        full = self._extend_prompt(text, pieces, option, special=False)
+        if full[: len(tokens)] != tokens or len(full) == len(tokens):
+            raise InvalidRequestError(
+                f"questions.{plan.qid}: option {option!r} does not tokenize cleanly after the prompt",
+                field=f"questions.{plan.qid}.criteria",
+            )
+        return full[len(tokens):]
