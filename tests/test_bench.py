@@ -21,21 +21,43 @@ def test_workload_shape():
     assert len(load_workload(quick=True)) == QUICK_STATES
 
 
+def test_quick_is_the_first_states_with_fresh_on_their_first_questions(monkeypatch):
+    """`semif bench modes --quick` hands the run the first QUICK_STATES states, fresh on QUICK_FRESH_QUESTIONS
+    of them, and writes modes-quick.json (the run itself: the next test, on fewer states)."""
+    from semif_lib.measurement import bench
+
+    seen: dict = {}
+    written: list = []
+    monkeypatch.setattr(bench, "run_modes", lambda settings, workload, paths, fresh: seen.update(
+        states=len(workload), paths=list(paths), fresh=fresh) or {"paths": {}})
+    monkeypatch.setattr(bench, "format_modes_table", lambda doc: "")
+    monkeypatch.setattr(bench, "write_result", lambda doc, path: written.append(path) or path)
+    assert main(["bench", "modes", "--quick", "--threads", "2"]) == 0
+    assert seen == {"states": QUICK_STATES, "paths": list(PATHS), "fresh": QUICK_FRESH_QUESTIONS}
+    assert written[-1].name == "modes-quick.json"
+
+
+# The quick run end to end on two states, fresh on two questions: every path and figure of --quick's file,
+# at half its cost (the per-state loop is the same; --quick alone took 5 min of CPU on 2 cores).
+STATES, FRESH_QUESTIONS = 2, 2
+
+
 @pytest.mark.model
-def test_quick_modes_benchmark_writes_complete_results(tmp_path):
+def test_modes_benchmark_writes_complete_results(tmp_path):
     out = tmp_path / "modes-quick.json"
-    assert main(["bench", "modes", "--quick", "--threads", "2", "--output", str(out)]) == 0
+    argv = ["bench", "modes", "--states", str(STATES), "--fresh-questions", str(FRESH_QUESTIONS), "--threads", "2", "--output", str(out)]
+    assert main(argv) == 0
     doc = json.loads(out.read_text())
     assert set(doc["paths"]) == set(PATHS)
-    assert doc["workload"]["states"] == QUICK_STATES
+    assert doc["workload"]["states"] == STATES
     for path, result in doc["paths"].items():
-        expected = QUICK_STATES * (QUICK_FRESH_QUESTIONS if path == "fresh" else 21)
+        expected = STATES * (FRESH_QUESTIONS if path == "fresh" else 21)
         assert result["decisions"] == expected, path
         assert result["decisions_per_s"] > 0 and result["state_p50_s"] > 0
         if path != "fresh":
-            assert result["compared_with_fresh"] == QUICK_STATES * QUICK_FRESH_QUESTIONS
+            assert result["compared_with_fresh"] == STATES * FRESH_QUESTIONS
             assert 0 <= result["max_abs_dp_vs_fresh"] <= 1
-    assert len(doc["per_state"]) == QUICK_STATES
+    assert len(doc["per_state"]) == STATES
     assert all(len(s["suffix_tokens"]) == 21 and set(s["seconds"]) == set(PATHS) for s in doc["per_state"])
     assert doc["cached"]["bound"] > 1 and doc["prefill_tokens_per_s"] > 0
     assert {"best_fork_vs_fresh", "oneshot_vs_best_fork", "best_fork_vs_naive_user", "cached_fraction_of_bound"} <= set(doc["targets"])
