@@ -136,7 +136,8 @@ def test_role_propagation_is_retried_with_bounded_backoff():
 
     slept.clear()
     with pytest.raises(AwsSetupError, match="still not assumable"):
-        retry_while_role_propagates(never, "model m", timeout_s=0.5, first_delay_s=0.1, sleep=lambda s: (slept.append(s), __import__("time").sleep(s)), log=None)
+        retry_while_role_propagates(never, "model m", timeout_s=0.5, first_delay_s=0.1,
+                                    sleep=lambda s: (slept.append(s), __import__("time").sleep(s)), log=None)
     assert 1 <= len(slept) <= 4
 
     def other():

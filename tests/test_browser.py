@@ -44,8 +44,8 @@ if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
                 allow_module_level=True)
 pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install -e .)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 NOTEBOOKS = ROOT / "notebooks"
 SCREENSHOTS = ROOT / "results" / "screenshots"

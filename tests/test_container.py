@@ -68,7 +68,8 @@ def test_container_requirements_are_project_dependencies():
 
     from packaging.requirements import Requirement
 
-    project = {Requirement(d).name.lower(): Requirement(d) for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = {Requirement(d).name.lower(): Requirement(d) for d in dependencies}
     listed = [Requirement(line.split("#")[0]) for line in (CONTAINER / "requirements.txt").read_text().splitlines()
               if line.split("#")[0].strip()]
     own = {"typing-extensions", "diskcache"}  # llama-cpp-python's own dependencies
@@ -97,10 +98,12 @@ def test_the_binding_follows_the_library_build(tmp_path):
     with pytest.raises(llamabinding.BindingMismatchError, match=r"b10075 has no verified llama-cpp-python binding"):
         llamabinding.binding_for_build(10075)  # the LLAMA_CPP_REF the DLC's stored Dockerfiles pin
     env = _entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path))
-    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True,
+                         text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == "0.3.35", run.stderr
     fake.write_text("#!/bin/sh\necho 'version: 10075 (abc)' >&2\n")
-    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True,
+                         text=True, timeout=60)
     assert run.returncode == 3 and "b10075" in run.stderr and "VERIFIED_BINDINGS" in run.stderr
 
 
@@ -112,7 +115,8 @@ def test_buildspec_logs_in_builds_checks_and_pushes():
     assert 'docker login --username AWS --password-stdin "$DLC_REGISTRY"' in pre  # the DLC registry (763104351884 ...)
     assert 'docker login --username AWS --password-stdin "${IMAGE_REPO_URI%%/*}"' in pre  # our ECR
     assert pre.count("aws ecr get-login-password") == 2
-    steps = [next(i for i, c in enumerate(build) if c.startswith(word)) for word in ("docker build", "docker run", "docker tag", "docker push")]
+    words = ("docker build", "docker run", "docker tag", "docker push")
+    steps = [next(i for i, c in enumerate(build) if c.startswith(word)) for word in words]
     assert steps == sorted(steps), "build, check the binding, tag, then push"
     assert '--build-arg BASE_IMAGE="$BASE_IMAGE"' in build[steps[0]] and "-f container/Dockerfile" in build[steps[0]]
     assert build[steps[1]].endswith(" check")

@@ -78,7 +78,8 @@ def test_bad_request_is_a_4xx_naming_the_field(decision_container):
     bad = httpx.post(decision_container.base_url + "/invocations", json={"state": "s", "questions": {"q": {"type": "choice"}}}, timeout=30)
     assert 400 <= bad.status_code < 500 and bad.headers["content-type"].startswith("application/json")
     assert "questions" in json.dumps(bad.json())
-    wrong_type = httpx.post(decision_container.base_url + "/invocations", content=b"<xml/>", headers={"Content-Type": "text/xml"}, timeout=30)
+    wrong_type = httpx.post(decision_container.base_url + "/invocations", content=b"<xml/>", headers={"Content-Type": "text/xml"},
+                            timeout=30)
     assert wrong_type.status_code == 415 and wrong_type.json()
 
 

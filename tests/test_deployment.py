@@ -121,7 +121,8 @@ def test_cuda_variant_sets_gpu_options(aws, aws_settings, fake_gguf):
     package_model(fake_gguf, settings=settings, state=st, progress=False)
     name = deploy_text_model(settings=settings, state=st)
     sm = make_client("sagemaker", settings)
-    variant = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])["ProductionVariants"][0]
+    config_name = sm.describe_endpoint(EndpointName=name)["EndpointConfigName"]
+    variant = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]
     assert variant["InstanceType"] == "ml.g4dn.xlarge"
     model = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
     assert model["Image"].endswith("/llama-cpp:server-sagemaker-cuda-v1")

@@ -76,7 +76,8 @@ def test_unchanged_source_is_not_rebuilt(state, aws_settings):
     _, sha = imagebuild.build_source_zip()
     repo = imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
     manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                           "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": "sha256:" + "0" * 64},
+                           "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1,
+                                      "digest": "sha256:" + "0" * 64},
                            "layers": []})
     make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=f"cpu-{sha[:12]}")
     lines: list[str] = []

@@ -63,7 +63,8 @@ def test_build_sm_env_limits_entry_count():
 
 def test_server_command():
     env = {"SM_LLAMA_CPP_MODEL": "/m.gguf", "SM_LLAMA_CPP_CTX_SIZE": "2048"}
-    assert build_server_command(env) == ["llama-server", "--host", "127.0.0.1", "--port", "8081", "--model", "/m.gguf", "--ctx-size", "2048"]
+    assert build_server_command(env) == ["llama-server", "--host", "127.0.0.1", "--port", "8081", "--model", "/m.gguf",
+                                         "--ctx-size", "2048"]
 
 
 _names = st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,6}){0,2}", fullmatch=True).filter(

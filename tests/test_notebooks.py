@@ -144,7 +144,7 @@ def test_target_comes_from_the_environment(name, semif_target, expected, monkeyp
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     namespace: dict[str, object] = {}
-    exec(params.source, namespace)  # noqa: S102 - the notebook's own parameters cell
+    exec(params.source, namespace)
     for key in [k for k in os.environ if k.startswith("SEMIF_")]:
         monkeypatch.delenv(key)
     if semif_target:
@@ -231,9 +231,11 @@ CHAT_RESULT = {"id": "chatcmpl-moto", "object": "chat.completion", "model": "loc
                             "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28}}
 DECISION_RESULT = {"model": "SmolLM2-135M-Instruct.Q4_1",
-                   "answers": {"is_billing": {"type": "noul", "noul": 0.6, "probabilities": {"true": 0.6, "false": 0.4}, "option_mass": 0.2},
+                   "answers": {"is_billing": {"type": "noul", "noul": 0.6, "probabilities": {"true": 0.6, "false": 0.4},
+                                              "option_mass": 0.2},
                                "queue": {"type": "choice", "choice": "billing", "confidence": 0.5,
-                                         "probabilities": {"billing": 0.5, "technical": 0.2, "shipping": 0.2, "account": 0.1}, "option_mass": 0.7},
+                                         "probabilities": {"billing": 0.5, "technical": 0.2, "shipping": 0.2, "account": 0.1},
+                                         "option_mass": 0.7},
                                "urgency": {"type": "score", "score": 1.2, "confidence": 0.6,
                                            "probabilities": {"0": 0.1, "1": 0.6, "2": 0.2, "3": 0.1}, "option_mass": 0.5}},
                    "usage": {"input_tokens": 167, "output_tokens": 0, "cached_tokens": 0},

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 RESPONSE = {"model": "m", "answers": {
     "is_billing": {"type": "noul", "noul": 0.6, "probabilities": {"true": 0.6, "false": 0.4}, "option_mass": 0.2},
-    "queue": {"type": "choice", "choice": "billing", "confidence": 0.5, "probabilities": {"billing": 0.5, "technical": 0.3, "shipping": 0.2}},
+    "queue": {"type": "choice", "choice": "billing", "confidence": 0.5,
+              "probabilities": {"billing": 0.5, "technical": 0.3, "shipping": 0.2}},
     "urgency": {"type": "score", "score": 1.2, "confidence": 0.6, "probabilities": {"0": 0.1, "1": 0.6, "2": 0.3}}},
     "usage": {"input_tokens": 10, "output_tokens": 0, "cached_tokens": 4},
     "timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.1, "total_s": 0.3}}

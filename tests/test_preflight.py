@@ -47,7 +47,8 @@ def test_the_caller_policy_grants_every_needed_action(aws, aws_settings):
     assert missing == []
     # a role of another project, or one passed to another service, is not covered
     assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/admin", {"iam:PassedToService": "codebuild.amazonaws.com"})
-    assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-t3st01", {"iam:PassedToService": "ec2.amazonaws.com"})
+    assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-t3st01",
+                      {"iam:PassedToService": "ec2.amazonaws.com"})
     assert not allows(policy, "s3:GetObject", "arn:aws:s3:::someone-elses-bucket/semif-workshop/x")
 
 

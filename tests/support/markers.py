@@ -36,9 +36,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 }
 
 # Modules that build what they use themselves and carry no `pytestmark` yet (file name -> markers).
-MODULE_MARKERS: dict[str, tuple[str, ...]] = {
-    "test_engine_faults.py": ("model",),  # DecisionEngine(...) with fault injection, in a module fixture and one test
-}
+MODULE_MARKERS: dict[str, tuple[str, ...]] = {}
 
 
 def markers_for(item: pytest.Item) -> set[str]:
