@@ -7,7 +7,8 @@ a prefix is *spilled*: its KV rows are saved to host memory (`llama_state_seq_ge
 its cells freed, because every resident cell widens the attention of every later decode
 (llama.cpp attends over all cells up to the highest one in use, masking other sequences'):
 two other resident states slowed a new state's prefill 1.145x and a cached request's branches
-1.127x, spilled ones did not (results/bench/residency.json, both policies side by side). Restoring a spilled prefix copies its KV rows back, with no decode.
+1.127x, spilled ones did not (results/bench/residency.json, both policies side by side).
+Restoring a spilled prefix copies its KV rows back, with no decode.
 
 This class keeps the index: which entry matches, which to evict, and each entry's pins,
 sequence and snapshot, written only through its methods. `kvstore.KVStore` performs the KV
