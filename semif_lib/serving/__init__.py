@@ -1,6 +1,6 @@
 """The serving wing: the decision path and the text path behind SageMaker's container contract.
 
-`app` (`semif serve`: the routes), `wire` (request bodies, response and error bodies, the OpenAPI
+`app` (`semif serve`: the app and its CLI), `routes` (its route groups), `wire` (request bodies, response and error bodies, the OpenAPI
 models), `worker` (the one thread that owns the engine), `runner` (uvicorn with SageMaker's
 SIGTERM drain), `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC) and
 `llamabinding` (the container's check that llama-cpp-python fits the DLC's libllama). The DLC's
