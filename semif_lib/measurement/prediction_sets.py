@@ -1,0 +1,170 @@
+"""Fitting and checking prediction sets and abstention on labeled decisions (`semif eval --calibrate`).
+
+The rules themselves are `decision.conformal`'s; this module chooses the data. The calibration
+file's thresholds are fitted on the probabilities the server will serve with that file (its
+priors and temperatures applied to every labeled decision), so a served set is cut by the same
+rule on the same kind of number it was fitted on.
+
+The check is nested and grouped by state, so no state informs its own answer: probabilities
+calibrated out of fold (`calibration.predict_out_of_fold`), then a second grouped split whose
+training folds fit the thresholds and whose held-out fold measures coverage, set size and
+abstention. Coverage carries a Wilson interval, set size a bootstrap one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ..decision.calibrator import KINDS, apply_temperature, remove_prior
+from ..decision.conformal import (
+    Abstention,
+    ConformalThreshold,
+    fit_abstention,
+    fit_threshold,
+    nonconformity,
+    predict_set,
+)
+
+if TYPE_CHECKING:
+    from .calibration import Decision
+
+__all__ = [
+    "DEFAULT_MAX_ERROR",
+    "DEFAULT_TARGET_COVERAGE",
+    "evaluate_prediction_sets",
+    "fit_rules",
+    "format_prediction_sets",
+    "rules_document",
+    "served_probabilities",
+]
+
+DEFAULT_TARGET_COVERAGE = 0.9
+DEFAULT_MAX_ERROR = 0.2
+CURVE_POINTS = 21
+
+
+def served_probabilities(decisions: Sequence["Decision"], temperatures: dict[str, float],
+                         priors: dict[str, list[float]] | None = None) -> list[np.ndarray]:
+    """What the calibrator serves for each decision: its stored prior removed, then its type's temperature."""
+    out = []
+    for d in decisions:
+        z = d.logits
+        prior = (priors or {}).get(d.question_hash)
+        if prior is not None and len(prior) == len(z):
+            z = remove_prior(z, prior)
+        out.append(apply_temperature(z, temperatures.get(d.kind, 1.0)))
+    return out
+
+
+def fit_rules(decisions: Sequence["Decision"], probs: Sequence[np.ndarray], target_coverage: float,
+              max_error: float) -> tuple[dict[str, ConformalThreshold], dict[str, Abstention]]:
+    """One set threshold and one abstention rule per question type present in `decisions`."""
+    thresholds: dict[str, ConformalThreshold] = {}
+    abstentions: dict[str, Abstention] = {}
+    for kind in KINDS:
+        rows = [i for i, d in enumerate(decisions) if d.kind == kind]
+        if not rows:
+            continue
+        scores = [nonconformity(probs[i], decisions[i].label, kind) for i in rows]
+        thresholds[kind] = fit_threshold(scores, target_coverage, kind)
+        top = [float(np.max(probs[i])) for i in rows]
+        correct = [int(np.argmax(probs[i])) == decisions[i].label for i in rows]
+        abstentions[kind] = fit_abstention(top, correct, max_error, kind)
+    return thresholds, abstentions
+
+
+def _wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _bootstrap_mean(values: Sequence[float], seed: int, draws: int = 1000) -> tuple[float, float]:
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == 0:
+        return (0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(draws, len(v)))].mean(axis=1)
+    return (float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)))
+
+
+def _abstention_curve(top: Sequence[float], correct: Sequence[bool]) -> list[dict[str, float]]:
+    """Answered share against accuracy on the answered share, for thresholds 0, 0.05, ... 1."""
+    conf, ok = np.asarray(top), np.asarray(correct, dtype=bool)
+    curve = []
+    for t in np.linspace(0.0, 1.0, CURVE_POINTS):
+        answered = conf >= t
+        share = float(answered.mean()) if len(conf) else 0.0
+        curve.append({"min_confidence": round(float(t), 3), "answered_share": share,
+                      "accuracy_answered": float(ok[answered].mean()) if answered.any() else None})
+    return curve
+
+
+def rules_document(decisions: Sequence["Decision"], temperatures: dict[str, float], priors: dict[str, list[float]] | None,
+                   target_coverage: float, max_error: float) -> dict[str, Any]:
+    """The calibration file's `prediction_sets` and `abstention` sections, fitted on what that file serves."""
+    thresholds, abstentions = fit_rules(decisions, served_probabilities(decisions, temperatures, priors), target_coverage, max_error)
+    return {"prediction_sets": {k: t.to_json() for k, t in thresholds.items()},
+            "abstention": {k: a.to_json() for k, a in abstentions.items()}}
+
+
+def evaluate_prediction_sets(decisions: Sequence["Decision"], target_coverage: float = DEFAULT_TARGET_COVERAGE,
+                             max_error: float = DEFAULT_MAX_ERROR, folds: int = 5, seed: int = 0,
+                             priors: dict[str, list[float]] | None = None) -> dict[str, Any]:
+    """Held-out coverage, set size and abstention per question type (nested, grouped by state)."""
+    from .calibration import predict_out_of_fold, prior_remover, split_groups
+
+    probs, _ = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=prior_remover(priors))
+    per_row: list[dict[str, Any] | None] = [None] * len(decisions)
+    for train, test in split_groups([d.group_id for d in decisions], folds, seed + 1):
+        thresholds, abstentions = fit_rules([decisions[i] for i in train], [probs[i] for i in train], target_coverage, max_error)
+        for i in test:
+            d, p = decisions[i], probs[i]
+            if d.kind not in thresholds:
+                continue
+            chosen = predict_set(p, d.kind, thresholds[d.kind].q)
+            per_row[i] = {"kind": d.kind, "covered": d.label in chosen, "size": len(chosen), "options": len(p),
+                          "answered": not abstentions[d.kind].abstains(p), "correct": int(np.argmax(p)) == d.label,
+                          "top": float(np.max(p))}
+    return {"target_coverage": target_coverage, "max_error": max_error, "folds": folds,
+            "by_kind": {kind: _summarise([r for r in per_row if r and r["kind"] == kind], seed) for kind in KINDS
+                        if any(r and r["kind"] == kind for r in per_row)}}
+
+
+def _summarise(rows: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+    n = len(rows)
+    covered = sum(r["covered"] for r in rows)
+    answered = [r for r in rows if r["answered"]]
+    return {
+        "n": n,
+        "coverage": covered / n,
+        "coverage_ci95": _wilson(covered, n),
+        "mean_set_size": float(np.mean([r["size"] for r in rows])),
+        "mean_set_size_ci95": _bootstrap_mean([r["size"] for r in rows], seed),
+        "mean_options": float(np.mean([r["options"] for r in rows])),
+        "answered_share": len(answered) / n,
+        "accuracy_answered": (sum(r["correct"] for r in answered) / len(answered)) if answered else None,
+        "accuracy_all": sum(r["correct"] for r in rows) / n,
+        "abstention_curve": _abstention_curve([r["top"] for r in rows], [r["correct"] for r in rows]),
+    }
+
+
+def format_prediction_sets(summary: dict[str, Any]) -> str:
+    """A Markdown table of held-out coverage, set size and abstention per question type."""
+    lines = [f"Prediction sets (target coverage {summary['target_coverage']:.0%}) and abstention (max error "
+             f"{summary['max_error']:.0%}), held out by state over {summary['folds']} folds:", "",
+             "| type | n | coverage (95% CI) | mean set size (95% CI) / options | answered | accuracy answered / all |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for kind, m in summary["by_kind"].items():
+        lo, hi = m["coverage_ci95"]
+        slo, shi = m["mean_set_size_ci95"]
+        acc = "-" if m["accuracy_answered"] is None else f"{m['accuracy_answered']:.3f}"
+        lines.append(f"| {kind} | {m['n']} | {m['coverage']:.3f} ({lo:.3f}-{hi:.3f}) | {m['mean_set_size']:.2f} ({slo:.2f}-{shi:.2f}) "
+                     f"/ {m['mean_options']:.2f} | {m['answered_share']:.1%} | {acc} / {m['accuracy_all']:.3f} |")
+    return "\n".join(lines)

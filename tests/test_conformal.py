@@ -1,0 +1,98 @@
+"""The prediction-set and abstention rules (decision/conformal.py), model-free.
+
+The guarantee rests on one property tying fitting to serving: a decision whose nonconformity is
+at most the fitted threshold has its true option in the served set. The rest follows from
+exchangeability, which the synthetic draws below have by construction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semif_lib.decision.conformal import (
+    fit_abstention,
+    fit_threshold,
+    inclusion_order,
+    nonconformity,
+    predict_set,
+)
+
+KINDS = ("choice", "noul", "score")
+
+probabilities = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=9).filter(lambda v: sum(v) > 1e-6).map(
+    lambda v: (np.asarray(v) / sum(v)).tolist()
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(probabilities, st.sampled_from(KINDS), st.floats(0.0, 1.0))
+def test_a_set_always_holds_the_argmax_and_score_sets_are_ranges(probs, kind, q):
+    chosen = predict_set(probs, kind, q)
+    assert int(np.argmax(probs)) in chosen
+    assert sorted(inclusion_order(probs, kind)) == list(range(len(probs)))
+    if kind == "score":
+        assert chosen == list(range(chosen[0], chosen[-1] + 1)), chosen
+
+
+@settings(max_examples=300, deadline=None)
+@given(probabilities, st.sampled_from(KINDS), st.floats(0.0, 1.0), st.data())
+def test_a_label_within_the_threshold_is_in_the_set(probs, kind, q, data):
+    label = data.draw(st.integers(0, len(probs) - 1))
+    if nonconformity(probs, label, kind) <= q:
+        assert label in predict_set(probs, kind, q)
+
+
+def test_nonconformity_refuses_a_label_outside_the_options():
+    with pytest.raises(ValueError, match="not an option index"):
+        nonconformity([0.5, 0.5], 2, "choice")
+
+
+def _draw(rng: np.random.Generator, n: int, k: int, kind: str) -> tuple[list[np.ndarray], list[int]]:
+    """Decisions whose labels follow their own probabilities (an honest model, so the sets are tight)."""
+    probs = [rng.dirichlet(np.full(k, 0.15)) for _ in range(n)]
+    labels = [int(rng.choice(k, p=p)) for p in probs]
+    return probs, labels
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("target", [0.8, 0.9])
+def test_coverage_reaches_its_target_in_fold_and_out_of_fold(kind, target):
+    rng = np.random.default_rng(7)
+    k = 2 if kind == "noul" else 5
+    fit_p, fit_y = _draw(rng, 600, k, kind)
+    threshold = fit_threshold([nonconformity(p, y, kind) for p, y in zip(fit_p, fit_y)], target, kind)
+    in_fold = np.mean([y in predict_set(p, kind, threshold.q) for p, y in zip(fit_p, fit_y)])
+    assert in_fold >= target
+    test_p, test_y = _draw(rng, 3000, k, kind)
+    covered = np.mean([y in predict_set(p, kind, threshold.q) for p, y in zip(test_p, test_y)])
+    assert covered >= target - 0.03, (covered, threshold)  # 3000 draws: a standard error under 0.008
+    sizes = np.mean([len(predict_set(p, kind, threshold.q)) for p in test_p])
+    assert sizes < k  # an informative set, not every option
+
+
+def test_too_few_decisions_give_every_option():
+    threshold = fit_threshold([0.2, 0.4, 0.6], 0.9, "choice")  # ceil(4 * 0.9) = 4 > 3
+    assert threshold.q == 1.0
+    assert predict_set([0.7, 0.2, 0.1], "choice", threshold.q) == [0, 1, 2]
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        fit_threshold([0.1], 1.0, "choice")
+
+
+def test_abstention_reaches_its_target_error_on_the_data_it_was_fitted_on():
+    rng = np.random.default_rng(3)
+    probs, labels = _draw(rng, 800, 4, "choice")
+    top = [float(np.max(p)) for p in probs]
+    correct = [int(np.argmax(p)) == y for p, y in zip(probs, labels)]
+    overall_error = 1 - np.mean(correct)
+    rule = fit_abstention(top, correct, 0.2, "choice")
+    answered = [not rule.abstains(p) for p in probs]
+    err = 1 - np.mean([c for c, a in zip(correct, answered) if a])
+    assert overall_error > 0.2  # the rule has to abstain to get there
+    assert err <= 0.2 and abs(err - rule.answered_error) < 1e-9
+    assert 0 < rule.answered_share < 1 and abs(np.mean(answered) - rule.answered_share) < 1e-9
+    assert fit_abstention(top, correct, 0.99, "choice").min_confidence == 0.0  # a loose target answers everything
+    never = fit_abstention([0.9, 0.8], [False, False], 0.1, "choice")
+    assert never.answered_share == 0.0 and never.abstains([0.999, 0.001])
