@@ -102,10 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--output", type=Path, help="write responses as JSON Lines instead of printing a table")
     add_engine_arguments(score)
     score.set_defaults(func=command_score)
-    from .measurement import bench, evaluation
+    from .measurement import bench, evaluation, prediction_sets
     from .serving import app, texttwin
 
-    for module in (bench, app, texttwin, evaluation):
+    for module in (bench, app, texttwin, evaluation, prediction_sets):
         module.register_cli(sub)
     register_workshop_cli(sub)
     return parser

@@ -96,3 +96,25 @@ def test_abstention_reaches_its_target_error_on_the_data_it_was_fitted_on():
     assert fit_abstention(top, correct, 0.99, "choice").min_confidence == 0.0  # a loose target answers everything
     never = fit_abstention([0.9, 0.8], [False, False], 0.1, "choice")
     assert never.answered_share == 0.0 and never.abstains([0.999, 0.001])
+
+
+def test_semif_sets_refits_the_committed_report_without_a_model(tmp_path, capsys):
+    """The command behind results/eval/prediction-sets.json reproduces it from the stored raw decisions."""
+    import json
+
+    from semif_lib.cli import main
+
+    from support.paths import ROOT
+
+    committed = json.loads((ROOT / "results/eval/prediction-sets.json").read_text())
+    out = tmp_path / "sets.json"
+    command, report, *flags = committed["command"].split()[1:]  # "semif sets REPORT FLAGS..."
+    assert main([command, str(ROOT / report), *flags, "--output", str(out)]) == 0
+    again = json.loads(out.read_text())
+    assert again["by_kind"] == committed["by_kind"]
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    table = capsys.readouterr().out
+    assert "| choice |" in table and "coverage (95% CI)" in table
+    for kind, m in again["by_kind"].items():  # a chance-level model: honest sets hold (nearly) every option
+        assert m["coverage_ci95"][0] <= m["coverage"] <= m["coverage_ci95"][1]
+        assert 1 <= m["mean_set_size"] <= m["mean_options"]

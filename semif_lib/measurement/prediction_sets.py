@@ -13,7 +13,11 @@ abstention. Coverage carries a Wilson interval, set size a bootstrap one.
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -82,7 +86,7 @@ def _wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))  # rounding never leaves p outside
 
 
 def _bootstrap_mean(values: Sequence[float], seed: int, draws: int = 1000) -> tuple[float, float]:
@@ -168,3 +172,72 @@ def format_prediction_sets(summary: dict[str, Any]) -> str:
         lines.append(f"| {kind} | {m['n']} | {m['coverage']:.3f} ({lo:.3f}-{hi:.3f}) | {m['mean_set_size']:.2f} ({slo:.2f}-{shi:.2f}) "
                      f"/ {m['mean_options']:.2f} | {m['answered_share']:.1%} | {acc} / {m['accuracy_all']:.3f} |")
     return "\n".join(lines)
+
+
+def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str = "") -> Path:
+    """Two panels: held-out coverage against its target per type (with set sizes), and the abstention curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = list(summary["by_kind"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for x, kind in enumerate(kinds):
+        m = summary["by_kind"][kind]
+        lo, hi = m["coverage_ci95"]
+        left.bar(x, m["coverage"], color="#4c72b0")
+        left.errorbar(x, m["coverage"], yerr=[[max(0.0, m["coverage"] - lo)], [max(0.0, hi - m["coverage"])]], color="black", capsize=4)
+        left.text(x, 0.03, f"set {m['mean_set_size']:.2f}\nof {m['mean_options']:.1f}", ha="center", color="white", fontsize=8)
+        curve = [p for p in m["abstention_curve"] if p["accuracy_answered"] is not None]
+        (line,) = right.plot([p["answered_share"] for p in curve], [p["accuracy_answered"] for p in curve], marker=".", label=kind)
+        right.scatter([m["answered_share"]], [m["accuracy_answered"] or 0.0], marker="*", s=120, color=line.get_color())
+    left.axhline(summary["target_coverage"], color="red", linestyle="--", label=f"target {summary['target_coverage']:.0%}")
+    left.set(xticks=range(len(kinds)), xticklabels=kinds, ylim=(0, 1.2), ylabel="held-out coverage (95% CI)",
+             title="prediction sets")
+    left.legend(loc="upper right")
+    right.axhline(1 - summary["max_error"], color="red", linestyle="--", label=f"target accuracy {1 - summary['max_error']:.0%}")
+    right.set(xlabel="answered share", ylabel="accuracy on the answered share", xlim=(0, 1.02), ylim=(0, 1.02),
+              title="abstention (star: the fitted threshold, held out)")
+    right.legend(loc="lower left")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def command_sets(args: argparse.Namespace) -> int:
+    """`semif sets REPORT`: prediction sets and abstention refitted from a `semif eval` report, with no model."""
+    from .evaluation import load_decisions
+
+    report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+    decisions, priors = load_decisions(report)
+    summary = evaluate_prediction_sets(decisions, args.coverage, args.max_error, args.folds, args.seed, priors if args.debias else None)
+    summary.update(command=" ".join(["semif sets", str(args.report)] + [f"--{k.replace('_', '-')} {getattr(args, k)}" for k in
+                                                                        ("coverage", "max_error", "folds", "seed")]
+                                    + (["--debias"] if args.debias else [])),
+                   source_command=report.get("command"), model=report.get("model"))
+    print(format_prediction_sets(summary))
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        plot = plot_prediction_sets(summary, args.output.with_suffix(".png"), title=f"{(report.get('model') or {}).get('id', '')}")
+        print(f"wrote {args.output} and {plot}", file=sys.stderr)
+    return 0
+
+
+def register_cli(subparsers: Any) -> None:
+    p = subparsers.add_parser("sets", help="prediction sets and abstention, fitted and checked out of fold on a `semif eval` report")
+    p.add_argument("report", type=Path, help="a report written by `semif eval --output` (it stores every raw decision)")
+    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE, help=f"target coverage (default {DEFAULT_TARGET_COVERAGE})")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
+                   help=f"abstain below the confidence where the answered error reaches this (default {DEFAULT_MAX_ERROR})")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--debias", action="store_true", help="remove the report's content-free priors first, as its calibration file does")
+    p.add_argument("--output", type=Path, help="write the summary as JSON, and its plot next to it as .png")
+    p.set_defaults(func=command_sets)
