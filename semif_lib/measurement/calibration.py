@@ -76,6 +76,14 @@ class Decision:
     def probabilities(self) -> np.ndarray:
         return softmax(self.logits)
 
+    def to_json(self) -> dict[str, Any]:
+        """The row a report stores, enough to refit or re-plot without the model."""
+        return {**self.__dict__, "logits": [round(float(x), 5) for x in self.logits], "option_mass": round(self.option_mass, 6)}
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> "Decision":
+        return cls(**{**row, "logits": np.asarray(row["logits"], dtype=np.float64)})
+
 
 # ---------------------------------------------------------------- temperature
 def _mean_nll(logits: Sequence[np.ndarray], labels: Sequence[int], inverse_t: float) -> float:

@@ -41,6 +41,7 @@ from .evaluation_scoring import (
     score_permutations,
 )
 from .labeled import LabeledItem, label_to_index, read_labeled
+from .prediction_sets import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -235,24 +236,16 @@ def evaluate_workload(
                          "content_free_states": list(CONTENT_FREE_STATES) if debias else [], "bootstrap": bootstrap, "seed": seed}
     report["counts"] = {"requests": len(items), "decisions": len(decisions), "states": len({d.group_id for d in decisions})}
     report["timing"] = {k: round(v, 2) for k, v in timings.items()}
-    report["decisions"] = [dump_decision(d) for d in decisions]  # enough to refit or re-plot without the model
+    report["decisions"] = [d.to_json() for d in decisions]  # enough to refit or re-plot without the model
     report["priors"] = priors
     return report, decisions, priors
 
 
-def dump_decision(d: "Decision") -> dict[str, Any]:
-    return {"id": d.id, "group_id": d.group_id, "task": d.task, "qid": d.qid, "kind": d.kind, "keys": d.keys, "label": d.label,
-            "logits": [round(float(x), 5) for x in d.logits], "option_mass": round(d.option_mass, 6), "question_hash": d.question_hash}
-
-
 def load_decisions(report: dict[str, Any]) -> tuple[list["Decision"], dict[str, list[float]] | None]:
     """The raw decisions and content-free priors saved in a report: refit or re-plot without loading the model."""
-    import numpy as np
-
     from .calibration import Decision
 
-    decisions = [Decision(**{**row, "logits": np.asarray(row["logits"], dtype=np.float64)}) for row in report.get("decisions", [])]
-    return decisions, report.get("priors")
+    return [Decision.from_json(row) for row in report.get("decisions", [])], report.get("priors")
 
 
 def write_calibration(
@@ -261,13 +254,20 @@ def write_calibration(
     priors: dict[str, list[float]] | None,
     path: Path | str,
     source: Sequence[str] = (),
+    targets: tuple[float, float] | None = None,
 ) -> Path:
-    """Fit the temperatures on every row (after the content-free priors, if any) and save the file the engine loads."""
+    """Fit the temperatures on every row (after the content-free priors, if any) and save the file the engine loads.
+
+    With `targets` (coverage, max error), the file also carries prediction-set and abstention rules.
+    """
     from .calibration import build_calibration, save_calibration
+    from .prediction_sets import rules_document
 
     summary = {name: {k: v for k, v in m.items() if k != "ci95"} for name, m in report["overall"].items()}
     doc = build_calibration(decisions, report["model"]["sha256"], report["model"]["file"], priors=priors,
                             metrics={"overall": summary, "out_of_fold": bool(report.get("options", {}).get("calibrate"))}, source=source)
+    if targets:
+        doc.update(rules_document(decisions, doc["temperatures"], priors, *targets))
     return save_calibration(json.loads(json.dumps(doc, default=_json_default)), path)
 
 
@@ -288,8 +288,9 @@ def describe_command(args: argparse.Namespace) -> str:
     for flag in ("calibrate", "debias", "no_baseline", "quiet"):
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
-    for flag, default in (("folds", 5), ("permute", 0), ("bootstrap", 500), ("seed", 0), ("limit", None), ("model", None),
-                          ("threads", None), ("n_ctx", None), ("output", None), ("plot", None), ("calibration_out", None)):
+    for flag, default in (("folds", 5), ("coverage", DEFAULT_TARGET_COVERAGE), ("max_error", DEFAULT_MAX_ERROR), ("permute", 0),
+                          ("bootstrap", 500), ("seed", 0), ("limit", None), ("model", None), ("threads", None), ("n_ctx", None),
+                          ("output", None), ("plot", None), ("calibration_out", None)):
         value = getattr(args, flag, None)
         if value != default:
             parts += ["--" + flag.replace("_", "-"), str(value)]
@@ -320,8 +321,12 @@ def command_eval(args: argparse.Namespace) -> int:
     print(format_report(report))
 
     if args.calibrate:
+        from .prediction_sets import evaluate_prediction_sets, format_prediction_sets
+
+        report["prediction_sets"] = evaluate_prediction_sets(decisions, args.coverage, args.max_error, args.folds, args.seed, priors)
+        print(format_prediction_sets(report["prediction_sets"]))
         target = args.calibration_out or settings.results_dir / "calibration" / f"{report['model']['id']}.json"
-        write_calibration(decisions, report, priors, target, [str(p) for p in args.input])
+        write_calibration(decisions, report, priors, target, [str(p) for p in args.input], (args.coverage, args.max_error))
         report["calibration_file"] = str(target)
         print(f"wrote calibration file {target} (use it with SEMIF_CALIBRATION={target})", file=sys.stderr)
     plot = args.plot or (args.output.with_suffix(".png") if args.output else None)
@@ -342,6 +347,10 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
     p.add_argument("--calibrate", action="store_true",
                    help="out-of-fold temperature scaling per question type, and write a calibration file")
+    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE,
+                   help=f"with --calibrate: prediction sets' target coverage (default {DEFAULT_TARGET_COVERAGE})")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
+                   help=f"with --calibrate: abstain below the confidence where answered error reaches this (default {DEFAULT_MAX_ERROR})")
     p.add_argument("--folds", type=int, default=5, help="grouped k-fold splits for out-of-fold calibration (default 5)")
     p.add_argument("--permute", type=int, default=0, metavar="N", help="ask each choice question under N rotations of its option order")
     p.add_argument("--debias", action="store_true",

@@ -212,10 +212,10 @@ def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str =
 
 def command_sets(args: argparse.Namespace) -> int:
     """`semif sets REPORT`: prediction sets and abstention refitted from a `semif eval` report, with no model."""
-    from .evaluation import load_decisions
+    from .calibration import Decision
 
     report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-    decisions, priors = load_decisions(report)
+    decisions, priors = [Decision.from_json(row) for row in report.get("decisions", [])], report.get("priors")
     summary = evaluate_prediction_sets(decisions, args.coverage, args.max_error, args.folds, args.seed, priors if args.debias else None)
     summary.update(command=" ".join(["semif sets", str(args.report)] + [f"--{k.replace('_', '-')} {getattr(args, k)}" for k in
                                                                         ("coverage", "max_error", "folds", "seed")]
