@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .arguments import add_engine_arguments, engine_overrides, run_command
-from .errors import SemifError
+from .errors import SemifError, read_error
 from .jsonlines import dump_record, error_record, iter_records, read_lines
 from .settings import MODES, Settings, load_settings
 
@@ -52,19 +52,19 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
 
     rows = []
     for res in results:
-        if "error" in res:
-            rows.append({"id": res["id"], "question": "-", "type": "error", "answer": res["error"]["message"][:60]})
+        if "detail" in res:  # an error line (`jsonlines.error_record`)
+            rows.append({"id": res["id"], "question": "-", "type": "error", "answer": read_error(res)["message"][:60]})
             continue
         for qid, ans in res["answers"].items():
             if ans["type"] == "noul":
                 answer, conf = f"P(yes)={ans['noul']:.3f}", max(ans["noul"], 1 - ans["noul"])
             elif ans["type"] == "choice":
-                answer, conf = ans["choice"], ans["confidence"]
+                answer, conf = ans["choice"], ans["x_top_probability"]
             else:
-                answer, conf = f"{ans['score']:.2f} / {len(ans['legend']) - 1}", ans["confidence"]
+                answer, conf = f"{ans['score']:.2f} / {len(ans['legend']) - 1}", ans["x_top_probability"]
             rows.append({"id": res["id"], "question": qid, "type": ans["type"], "answer": answer,
-                         "top_p": round(conf, 3), "option_mass": round(ans["option_mass"], 3),
-                         "ms": round(1000 * res["timing"]["total_s"])})
+                         "top_p": round(conf, 3), "option_mass": round(ans["x_option_mass"], 3),
+                         "ms": round(1000 * res["x_timing"]["total_s"])})
     return pd.DataFrame(rows).to_string(index=False)
 
 

@@ -19,8 +19,20 @@ class SemifError(Exception):
         self.field = field
 
     def to_body(self) -> dict:
-        """JSON body `{"error": {"type", "message", "field"}}` sent to HTTP clients."""
-        return {"error": {"type": self.error_type, "message": self.message, "field": self.field}}
+        """Jev's error body `{"detail": {"error_type", "message", "field"}}` (jevcompat `errors.shape`)."""
+        return {"detail": {"error_type": self.error_type, "message": self.message, "field": self.field}}
+
+
+def read_error(body: dict) -> dict:
+    """`{"type", "message", "field"}` of an error body in either of Jev's shapes (`detail` an object, or a
+    validation error's list), for readers of responses and of `semif score` error lines."""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, list) and detail and isinstance(detail[0], dict):
+        first = detail[0]
+        return {"type": "validation_error", "message": first.get("msg"), "field": first.get("field")}
+    if isinstance(detail, dict):
+        return {"type": detail.get("error_type"), "message": detail.get("message"), "field": detail.get("field")}
+    return {"type": None, "message": str(body), "field": None}
 
 
 class InvalidRequestError(SemifError):
@@ -28,9 +40,30 @@ class InvalidRequestError(SemifError):
     error_type = "invalid_request"
 
 
+class RequestValidationError(InvalidRequestError):
+    """The body is not a valid request (malformed JSON, a missing or wrong field): 422 with Jev's (FastAPI's)
+    `{"detail": [{"loc": ["body", ...], "msg", "type"}]}` (jevcompat `errors.validation-shape`).
+
+    `loc` is the offending field's path; `msg` names the field and the limit, as every message does.
+    """
+
+    status_code = 422
+    error_type = "validation_error"
+
+    def __init__(self, message: str, *, field: str | None = None, loc: tuple | list | None = None, kind: str = "value_error") -> None:
+        super().__init__(message, field=field)
+        if loc is None:
+            loc = [part for part in field.split(".") if part] if field and field != "body" else []
+        self.loc = ["body", *loc]
+        self.kind = kind
+
+    def to_body(self) -> dict:
+        return {"detail": [{"loc": self.loc, "msg": self.message, "type": self.kind, "field": self.field}]}
+
+
 class UnauthorizedError(SemifError):
     status_code = 401
-    error_type = "unauthorized"
+    error_type = "authentication_error"
 
 
 class PayloadTooLargeError(SemifError):

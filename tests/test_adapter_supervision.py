@@ -195,18 +195,19 @@ def test_a_dead_worker_makes_semif_serve_exit_non_zero():
     (b'{"state": ' + b"[" * 80 + b"1" + b"]" * 80 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}', "state" + "[0]" * 64),
     (b'{"state": ' + b"9" * 5000 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}', "body"),
 ])
-def test_hostile_json_is_a_400_naming_the_field(body, field):
+def test_hostile_json_is_a_422_naming_the_field(body, field):
+    """Hostile JSON fails validation: Jev's 422 with `detail[]` naming the field (was 400 before jevcompat)."""
     engine = GateEngine()
     engine.gate.set()
     with serving(engine) as (url, _):
         response = httpx.post(url + "/invocations", content=body, headers={"Content-Type": "application/json"}, timeout=30)
-        assert_error(response, 400, field)
+        assert_error(response, 422, field)
         good = b'{"id": "ok", "state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}\n'
         lines = httpx.post(url + "/invocations", content=body + b"\n" + good,
                            headers={"Content-Type": "application/jsonlines"}, timeout=30)
         assert lines.status_code == 200
         records = [json.loads(line) for line in lines.text.split("\n") if line]
-        assert records[0]["status"] == 400 and records[1]["id"] == "ok" and "answers" in records[1]
+        assert records[0]["status"] == 422 and records[1]["id"] == "ok" and "answers" in records[1]
     assert engine.calls == 1  # only the good line reached the engine
 
 

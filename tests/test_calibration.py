@@ -157,9 +157,9 @@ def test_calibrator_answers_carry_raw_and_calibrated_probabilities():
     plan = plan_question("q", ChoiceQuestion(instructions="pick", criteria={"x": None, "y": None, "z": None}))
     logits = np.array([2.0, 1.0, 0.0])
     answer = Calibrator({"choice": 2.0}).apply(plan, logits, apply_temperature(logits, 1.0), 0.5)
-    assert answer.calibrated is True and answer.temperature == 2.0
+    assert answer.x_calibrated is True and answer.x_temperature == 2.0
     assert answer.choice == "x"
-    assert answer.raw_probabilities["x"] == pytest.approx(apply_temperature(logits, 1.0)[0])
-    assert answer.confidence == pytest.approx(apply_temperature(logits, 2.0)[0])
+    assert answer.x_raw_probabilities["x"] == pytest.approx(apply_temperature(logits, 1.0)[0])
+    assert answer.top_probability == pytest.approx(apply_temperature(logits, 2.0)[0])
     dumped = answer.model_dump()
-    assert dumped["raw_probabilities"] and dumped["probabilities"]["x"] < dumped["raw_probabilities"]["x"]
+    assert dumped["x_raw_probabilities"] and dumped["probabilities"]["x"] < dumped["x_raw_probabilities"]["x"]

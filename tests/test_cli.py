@@ -3,6 +3,7 @@ import json
 import pytest
 
 from semif_lib.cli import main
+from semif_lib.errors import read_error
 
 
 @pytest.mark.model
@@ -16,8 +17,8 @@ def test_score_writes_one_response_per_line_with_ids(tmp_path, example_requests)
     assert rc == 1  # some lines failed, and the exit code says so
     assert [r["id"] for r in records] == [example_requests[0]["id"], example_requests[1]["id"], "bad", "line-4"]
     assert set(records[0]["answers"]) == set(example_requests[0]["questions"])
-    assert records[2]["status"] == 400 and records[2]["error"]["field"] == "questions"
-    assert records[3]["error"]["type"] == "invalid_request"
+    assert records[2]["status"] == 422 and read_error(records[2])["field"] == "questions"  # Jev's validation error
+    assert read_error(records[3])["type"] == "validation_error"
 
 
 @pytest.mark.model
@@ -56,8 +57,8 @@ def test_score_keeps_hostile_lines_as_error_records_and_writes_as_it_goes(tmp_pa
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n") if line]
     assert "answers" in records[0]
     for record in records[1:]:
-        assert record["status"] == 400 and record["error"]["type"] == "invalid_request", record
-    assert records[1]["error"]["field"] == "state"
+        assert record["status"] == 422 and read_error(record)["type"] == "validation_error", record
+    assert read_error(records[1])["field"] == "state"
 
 
 def test_score_input_and_setting_errors_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
@@ -102,10 +103,10 @@ class RecordingEngine:
 
         self.modes.append(mode)
         request = data if isinstance(data, DecisionRequest) else parse_request(data)  # as DecisionEngine.score
-        answers = {qid: {"type": "noul", "noul": 0.5, "probabilities": {"true": 0.5, "false": 0.5}, "option_mass": 1.0}
+        answers = {qid: {"type": "noul", "noul": 0.5, "x_probabilities": {"true": 0.5, "false": 0.5}, "x_option_mass": 1.0}
                    for qid in request.questions}
         return DecisionResponse.model_validate({"model": "fake", "answers": answers, "usage": {"input_tokens": 1},
-                                                "timing": {"total_s": 0.0}})
+                                                "x_timing": {"total_s": 0.0}})
 
 
 def test_score_mode_falls_back_to_semif_mode_and_the_flag_overrides_it(tmp_path, monkeypatch, capsys):

@@ -57,8 +57,8 @@ def test_request_lines_are_read_one_way_a_bad_line_is_its_own_error_record():
     assert [rid for rid, _ in records] == ["g", "line-3", 7, "line-5"]
     assert [isinstance(item, SemifError) for _, item in records] == [False, True, True, False]
     bad = error_record(records[2][1], 7)
-    assert bad == {"id": 7, "error": {"type": "invalid_request", "message": bad["error"]["message"], "field": "questions"},
-                   "status": 400}
+    assert bad["id"] == 7 and bad["status"] == 422  # Jev's validation shape: detail[] with loc from "body"
+    assert bad["detail"][0]["loc"] == ["body", "questions"] and bad["detail"][0]["field"] == "questions"
 
 
 def test_bytes_that_are_not_utf8_are_one_400_wherever_they_arrive(tmp_path):

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from semif_lib.decision.schema import parse_request
-from semif_lib.errors import PayloadTooLargeError
+from semif_lib.errors import PayloadTooLargeError, read_error
 from semif_lib.limits import check_question_counts, hard_ceiling, refuse_limit
 from semif_lib.settings import Settings
 
@@ -90,14 +90,14 @@ def test_over_http_300_questions_are_a_413_for_json_and_for_each_json_lines_reco
     with TestClient(app) as client:
         response = client.post("/invocations", json=request_with(noul_questions(300)))
         assert response.status_code == 413, response.text
-        error = response.json()["error"]
+        error = read_error(response.json())
         assert error["type"] == "payload_too_large" and error["field"] == "questions" and "SEMIF_MAX_QUESTIONS" in error["message"]
         lines = "\n".join(json.dumps({"id": rid, **body}) for rid, body in
                           (("big", request_with(noul_questions(300))), ("small", request_with(noul_questions(1)))))
         response = client.post("/invocations", content=lines, headers={"Content-Type": "application/jsonlines"})
         assert response.status_code == 200, response.text
         big, small = (json.loads(line) for line in response.text.splitlines())
-        assert big["id"] == "big" and big["status"] == 413 and "SEMIF_MAX_QUESTIONS" in big["error"]["message"]
+        assert big["id"] == "big" and big["status"] == 413 and "SEMIF_MAX_QUESTIONS" in read_error(big)["message"]
         assert small["id"] == "small" and "answers" in small
 
 

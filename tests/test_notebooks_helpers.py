@@ -86,7 +86,8 @@ def test_tables():
     other["answers"]["queue"]["probabilities"] = {"billing": 0.2, "technical": 0.7, "shipping": 0.1}
     diff = notebook.compare_answers(RESPONSE, other)
     assert not diff.loc["queue", "same_argmax"] and diff.loc["queue", "max_abs_dp"] == pytest.approx(0.4)
-    records = notebook.tabulate_records([{"id": "a", **RESPONSE}, {"id": "b", "error": {"message": "bad"}, "status": 400}])
+    error_line = {"id": "b", "detail": {"error_type": "invalid_request", "message": "bad"}, "status": 400}
+    records = notebook.tabulate_records([{"id": "a", **RESPONSE}, error_line])
     assert records.loc["a", "queue"] == "billing" and records.loc["b", "error"] == "bad"
     assert notebook.tabulate_records("s3://bucket/out.jsonl.out") == "s3://bucket/out.jsonl.out"
 

@@ -33,13 +33,15 @@ def test_sequence_readout_by_hand():
 def test_answer_shapes():
     score_plan = QuestionPlan("s", "score", ["0", "1", "2"], ["0", "1", "2"], "", legend={"0": "lo", "1": "mid", "2": "hi"})
     ans = build_answer(score_plan, np.array([0.2, 0.3, 0.5]), 0.9)
-    assert ans.score == pytest.approx(1.3) and ans.confidence == pytest.approx(0.5)
+    # Jev's reference confidence: 1 - sum p_i |i - 2| / D, D = 2/3 for three levels; the top probability rides as x_
+    assert ans.score == pytest.approx(1.3) and ans.confidence == pytest.approx(max(0.0, 1 - 0.7 / (2 / 3)))
+    assert ans.top_probability == pytest.approx(0.5)
     assert ans.legend["2"] == "hi" and isinstance(ans.probabilities["0"], float)
     noul_plan = QuestionPlan("n", "noul", ["true", "false"], ["Yes", "No"], "")
     ans = build_answer(noul_plan, np.array([0.7, 0.3]), 0.4)
     assert ans.noul == pytest.approx(0.7) and ans.option_mass == pytest.approx(0.4)
     dumped = ans.model_dump()
-    assert set(dumped) >= {"type", "noul", "probabilities", "option_mass"}
+    assert set(dumped) >= {"type", "noul", "x_probabilities", "x_option_mass"}  # extensions are x_ on the wire
     choice_plan = QuestionPlan("c", "choice", ["x", "y"], ["A", "B"], "")
     ans = build_answer(choice_plan, np.array([0.1, 0.9]), 0.5)
-    assert ans.choice == "y" and ans.confidence == pytest.approx(0.9)
+    assert ans.choice == "y" and ans.confidence == pytest.approx((0.9 - 0.5) / (1 - 0.5)) and ans.top_probability == pytest.approx(0.9)

@@ -43,7 +43,7 @@ def test_accepts_all_three_types_and_structured_content():
 def test_validation_errors_name_field_and_limit(question, field, words):
     with pytest.raises(InvalidRequestError) as info:
         parse_request(_req(question))
-    assert info.value.status_code == 400
+    assert info.value.status_code == 422  # Jev's validation status (jevcompat errors.validation-shape)
     assert info.value.field == field
     assert words in info.value.message
 

@@ -225,7 +225,7 @@ class DecisionEngine:
         if mode == "oneshot":
             self.modes.oneshot(prep)
             return 0
-        lease = self.store.acquire(prep.prefix)
+        lease = self.store.acquire(prep.prefix, prep.partition)
         timings.prefilled = time.perf_counter()
         try:
             (self.modes.serial if mode == "serial" else self.modes.parallel)(prep, lease)
@@ -297,7 +297,7 @@ class DecisionEngine:
         try:
             for i, prep in round_:
                 try:
-                    held.append((i, prep, self.store.acquire(prep.prefix)))
+                    held.append((i, prep, self.store.acquire(prep.prefix, prep.partition)))
                 except SemifError as exc:  # this request only: it released what it took
                     results[i] = exc
             timings.prefilled = time.perf_counter()

@@ -117,10 +117,10 @@ class KVStore:
         return self.free_cells + spillable >= cells
 
     # ------------------------------------------------------------------ prefixes
-    def plan_acquire(self, prefix: Sequence[int]) -> AcquirePlan:
+    def plan_acquire(self, prefix: Sequence[int], partition: str | None = None) -> AcquirePlan:
         """Which of the five outcomes `acquire(prefix)` will take, from the books alone (no KV operation)."""
         n = len(prefix)
-        match = self.cache.match(prefix)
+        match = self.cache.match(prefix, partition)
         entry, shared = match.entry, match.length
         prefill = AcquirePlan("prefill", None, 0, n + 1, n + 1)
         full = match.exact and shared == n
@@ -138,12 +138,14 @@ class KVStore:
             return prefill  # a recurrent state cannot be cut back to the shared part
         return AcquirePlan("restore_cut", entry, shared, n + 1, max(n + 1, len(entry) + 1))
 
-    def acquire(self, prefix: Sequence[int]) -> Lease:
+    def acquire(self, prefix: Sequence[int], partition: str | None = None) -> Lease:
         """A pinned sequence holding `prefix`: from the cache (resident or spilled, exact or partial) or prefilled now.
+
+        Only entries of the same `partition` (OpenAI's `prompt_cache_key`; None is the shared one) are reused.
 
         Whatever fails, the sequence taken and the cells written go back before the error leaves.
         """
-        plan = self.plan_acquire(prefix)
+        plan = self.plan_acquire(prefix, partition)
         if plan.outcome == "hit":
             return self._lease(plan.source, len(prefix), hit=True)
         source = plan.source if plan.outcome == "copy" else None
@@ -168,7 +170,7 @@ class KVStore:
         finally:
             if source is not None:
                 self.cache.unpin(source)
-        return self._lease(self.cache.insert(prefix, seq), cached, hit=False)
+        return self._lease(self.cache.insert(prefix, seq, partition), cached, hit=False)
 
     def _reuse(self, seq: int, plan: AcquirePlan) -> tuple[int, bool]:
         """Put what the cache has of the prefix into the empty `seq`: (tokens there, whether the plan went whole)."""

@@ -38,6 +38,11 @@ class Demand:
     prefix: tuple[int, ...]
     longest_branch: int  # tokens of its longest branch
     branch_tokens: int  # tokens of all its branches
+    partition: str | None = None  # its prefix-cache partition: the same tokens in two partitions are two prefixes
+
+    @property
+    def key(self) -> tuple[str | None, tuple[int, ...]]:
+        return (self.partition, self.prefix)
 
 
 @dataclass
@@ -60,9 +65,9 @@ def plan_rounds(demands: Sequence[Demand], capacity: Capacity) -> list[Round]:
     cells, longest, prefixes, tokens = 0, 0, set(), 0
     seq_room = capacity.n_seq_max - 2  # the scratch sequence, and at least one branch
     for k, demand in enumerate(demands):
-        add = 0 if demand.prefix in prefixes else len(demand.prefix)
+        add = 0 if demand.key in prefixes else len(demand.prefix)
         fits = (cells + add + max(longest, demand.longest_branch) <= capacity.n_ctx
-                and len(prefixes | {demand.prefix}) <= seq_room
+                and len(prefixes | {demand.key}) <= seq_room
                 and tokens + demand.branch_tokens <= capacity.round_tokens)
         if not (rounds and fits):
             rounds.append(Round())
@@ -70,7 +75,7 @@ def plan_rounds(demands: Sequence[Demand], capacity: Capacity) -> list[Round]:
             add = len(demand.prefix)
         rounds[-1].members.append(k)
         cells, longest, tokens = cells + add, max(longest, demand.longest_branch), tokens + demand.branch_tokens
-        prefixes.add(demand.prefix)
+        prefixes.add(demand.key)
     return rounds
 
 

@@ -42,9 +42,14 @@ class CacheEntry:
     pins: int = 0
     stale: bool = False
     snapshot: Snapshot | None = None
+    partition: str | None = None  # OpenAI's `prompt_cache_key`: only requests with the same one share this entry
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    @property
+    def key(self) -> tuple[str | None, tuple[int, ...]]:
+        return (self.partition, self.tokens)
 
     @property
     def resident(self) -> bool:
@@ -116,7 +121,7 @@ class PrefixCache:
 
     budget_tokens: int
     min_shared_tokens: int = 16
-    _entries: "OrderedDict[tuple[int, ...], CacheEntry]" = field(default_factory=OrderedDict)
+    _entries: "OrderedDict[tuple[str | None, tuple[int, ...]], CacheEntry]" = field(default_factory=OrderedDict)
 
     @property
     def used_tokens(self) -> int:
@@ -136,16 +141,16 @@ class PrefixCache:
     def entries(self) -> list[CacheEntry]:
         return list(self._entries.values())
 
-    def match(self, tokens: Sequence[int]) -> MatchResult:
+    def match(self, tokens: Sequence[int], partition: str | None = None) -> MatchResult:
         """The entry sharing the longest prefix with `tokens` (ignoring matches shorter than `min_shared_tokens`).
 
         Among entries sharing as many tokens, the one that is exactly that long wins: asked for P
         with P+X cached first and P after it, P is an exact hit, not a copy out of P+X.
-        Stale entries are never matched.
+        Stale entries, and entries of another `partition`, are never matched.
         """
         best, best_key = None, (0, False)
         for entry in self._entries.values():
-            if entry.stale:
+            if entry.stale or entry.partition != partition:
                 continue
             n = count_common_prefix(entry.tokens, tokens)
             key = (n, n == len(entry))
@@ -157,21 +162,21 @@ class PrefixCache:
         return MatchResult(best, best_len)
 
     def touch(self, entry: CacheEntry) -> None:
-        self._entries.move_to_end(entry.tokens)
+        self._entries.move_to_end(entry.key)
 
-    def insert(self, tokens: Sequence[int], seq_id: int | None) -> CacheEntry:
+    def insert(self, tokens: Sequence[int], seq_id: int | None, partition: str | None = None) -> CacheEntry:
         """Add an entry (most recently used). The caller evicts first to stay within budget.
 
         A prefix already cached is refused: replacing its entry would orphan that entry's sequence.
         """
-        entry = CacheEntry(tuple(tokens), seq_id)
-        if entry.tokens in self._entries:
-            raise ValueError(f"a prefix of {len(entry)} tokens is already cached in sequence {self._entries[entry.tokens].seq_id}")
-        self._entries[entry.tokens] = entry
+        entry = CacheEntry(tuple(tokens), seq_id, partition=partition)
+        if entry.key in self._entries:
+            raise ValueError(f"a prefix of {len(entry)} tokens is already cached in sequence {self._entries[entry.key].seq_id}")
+        self._entries[entry.key] = entry
         return entry
 
     def remove(self, entry: CacheEntry) -> None:
-        self._entries.pop(entry.tokens, None)
+        self._entries.pop(entry.key, None)
 
     # ---- the only writes to an entry
     def pin(self, entry: CacheEntry) -> None:

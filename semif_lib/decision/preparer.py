@@ -17,7 +17,7 @@ from ..limits import check_limit, check_question_counts, refuse_limit
 from ..settings import Settings
 from .planner import Demand
 from .prefix_cache import count_common_prefix
-from .prompt import PromptRenderer, QuestionPlan, generate_letter_slots, plan_question
+from .prompt import PromptRenderer, PromptState, QuestionPlan, generate_letter_slots, plan_rotations, state_texts
 from .schema import DecisionRequest, render_content
 
 __all__ = ["Job", "PreparedRequest", "RequestPreparer", "Tokenizer", "check_request_limits"]
@@ -55,6 +55,7 @@ class PreparedRequest:
     jobs: list[Job]
     slot_tokens: dict[int, list[int]]
     suffix_lengths: dict[str, int]
+    partition: str | None = None  # the prefix-cache partition (OpenAI's `prompt_cache_key`); None: the shared one
 
     @property
     def input_tokens(self) -> int:
@@ -65,7 +66,8 @@ class PreparedRequest:
 
     @property
     def demand(self) -> Demand:
-        return Demand(tuple(self.prefix), max(len(j.tokens) for j in self.jobs), sum(len(j.tokens) for j in self.jobs))
+        return Demand(tuple(self.prefix), max(len(j.tokens) for j in self.jobs), sum(len(j.tokens) for j in self.jobs),
+                      self.partition)
 
 
 def check_request_limits(request: DecisionRequest, settings: Settings) -> None:
@@ -103,24 +105,25 @@ class RequestPreparer:
         naming the limit and the value, before anything is decoded.
         """
         check_request_limits(request, self.settings)
-        state_text = render_content(request.state)
-        plans = [plan_question(qid, q, self.renderer.slot_prefix, self.letter_slots) for qid, q in request.questions.items()]
+        state_text: PromptState = request.conversation or render_content(request.state)  # chat turns, or the state's text
+        plans = [plan for qid, q in request.questions.items()
+                 for plan in plan_rotations(qid, q, self.renderer.slot_prefix, self.letter_slots)]
         # User text that spells a control token is tokenized apart, as text; otherwise the whole
         # prompt is tokenized in one piece, exactly as the text path (llama-server) does.
-        guarded = any(self.contains_special_text(t) for t in [state_text, *(p.block for p in plans)])
+        guarded = any(self.contains_special_text(t) for t in [*state_texts(state_text), *(p.block for p in plans)])
         if guarded:
             prefix = self.tokenize_pieces(self.renderer.render_prefix_pieces(state_text))
         else:
             prefix = self.tokenize(self.renderer.render_prefix(state_text), self.renderer.add_bos)
         prompts = [self._tokenize_prompt(state_text, plan, guarded) for plan in plans]
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
-        prep = PreparedRequest(plans, prefix[:shared], [], {}, {})
+        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=request.cache_key)
         for i, (plan, prompt) in enumerate(zip(plans, prompts)):
             self._add_jobs(prep, i, plan, prompt)
         self._check_size(prep)
         return prep
 
-    def _tokenize_prompt(self, state_text: str, plan: QuestionPlan, guarded: bool) -> tuple[str, list[int], Pieces | None]:
+    def _tokenize_prompt(self, state_text: PromptState, plan: QuestionPlan, guarded: bool) -> tuple[str, list[int], Pieces | None]:
         text = self.renderer.render(state_text, plan.block)
         pieces = self.renderer.render_pieces(state_text, plan.block) if guarded else None
         tokens = self.tokenize_pieces(pieces) if pieces else self.tokenize(text, self.renderer.add_bos)
@@ -129,7 +132,7 @@ class RequestPreparer:
     def _add_jobs(self, prep: PreparedRequest, i: int, plan: QuestionPlan, prompt: tuple[str, list[int], Pieces | None]) -> None:
         text, tokens, pieces = prompt
         suffix = tokens[len(prep.prefix):]
-        prep.suffix_lengths[plan.qid] = len(suffix)
+        prep.suffix_lengths[plan.qid if not plan.rotation else f"{plan.qid}@{plan.rotation}"] = len(suffix)
         if plan.readout == "slot":
             prep.slot_tokens[i] = self._verify_slots(plan, text, tokens, pieces)
             prep.jobs.append(Job(i, suffix, [len(suffix) - 1]))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 from ..errors import InvalidRequestError
-from .schema import ChoiceQuestion, NoulQuestion, ScoreQuestion, render_content
+from .schema import NOUL_WITHOUT_INSTRUCTIONS, ChoiceQuestion, Content, NoulQuestion, ScoreQuestion, render_content, render_inline
 
 PROMPT_VERSION = "semif-prompt-v1"
 
@@ -49,10 +49,12 @@ class QuestionPlan:
     readout: str = "slot"
     length_normalize: bool = False
     legend: dict[str, str] = field(default_factory=dict)
+    rotation: int = 0  # x_debias rotations: how far this plan's options are shifted from the request's order
 
 
-def _describe(name: str, desc: str | None) -> str:
-    return f"{name}: {desc}" if desc else name
+def _describe(name: str, desc: Content | None) -> str:
+    text = render_inline(desc) if desc is not None else ""
+    return f"{name}: {text}" if text else name
 
 
 def plan_question(
@@ -66,7 +68,7 @@ def plan_question(
     `letters` are the choice labels, in order; the engine passes the ones its tokenizer
     reads as single tokens after the assistant header.
     """
-    text = render_content(question.instructions).strip()
+    text = render_content(question.instructions).strip() if question.instructions is not None else NOUL_WITHOUT_INSTRUCTIONS
     if isinstance(question, NoulQuestion):
         return _plan_noul(qid, question, text, slot_prefix)
     if isinstance(question, ChoiceQuestion):
@@ -74,13 +76,38 @@ def plan_question(
     return _plan_score(qid, question, text, slot_prefix)
 
 
+def rotate_criteria(criteria: dict[str, Any], shift: int) -> dict[str, Any]:
+    """The options in cyclic order, starting `shift` places in: the one rotation rule (serving and `semif eval --permute`)."""
+    names = list(criteria)
+    shift %= len(names)
+    return {n: criteria[n] for n in names[shift:] + names[:shift]}
+
+
+def plan_rotations(
+    qid: str,
+    question: NoulQuestion | ChoiceQuestion | ScoreQuestion,
+    slot_prefix: str = "",
+    letters: Sequence[str] | None = None,
+) -> list[QuestionPlan]:
+    """The question's plan, or with `x_debias: rotations` one plan per cyclic shift of its options (same qid)."""
+    if not isinstance(question, ChoiceQuestion) or question.debias != "rotations":
+        return [plan_question(qid, question, slot_prefix, letters)]
+    plans = []
+    for shift in range(min(question.rotations, len(question.criteria))):
+        rotated = question.model_copy(update={"criteria": rotate_criteria(question.criteria, shift)})
+        plan = plan_question(qid, rotated, slot_prefix, letters)
+        plan.rotation = shift
+        plans.append(plan)
+    return plans
+
+
 def _plan_noul(qid: str, question: NoulQuestion, text: str, slot_prefix: str) -> QuestionPlan:
     lines = [f" {text}"]
     crit = question.criteria
-    if crit and crit.true:
-        lines.append(f"Yes means: {crit.true}")
-    if crit and crit.false:
-        lines.append(f"No means: {crit.false}")
+    if crit and crit.true is not None:
+        lines.append(f"Yes means: {render_inline(crit.true)}")
+    if crit and crit.false is not None:
+        lines.append(f"No means: {render_inline(crit.false)}")
     slots = [slot_prefix + s for s in NOUL_SLOTS]
     return QuestionPlan(qid, "noul", list(NOUL_KEYS), slots, "\n".join(lines), question.readout, question.length_normalize)
 
@@ -105,7 +132,7 @@ def _plan_choice(qid: str, question: ChoiceQuestion, text: str, slot_prefix: str
 
 
 def _plan_score(qid: str, question: ScoreQuestion, text: str, slot_prefix: str) -> QuestionPlan:
-    levels = list(question.criteria)
+    levels = [render_inline(level) for level in question.criteria]
     legend = {str(i): level for i, level in enumerate(levels)}
     if question.readout == "sequence":
         lines = [f" {text}", "Levels:"] + [f"- {level}" for level in levels]
@@ -116,10 +143,30 @@ def _plan_score(qid: str, question: ScoreQuestion, text: str, slot_prefix: str) 
     return QuestionPlan(qid, "score", list(legend), slots, "\n".join(lines), question.readout, question.length_normalize, legend)
 
 
-def build_messages(state_text: str, block: str) -> list[dict[str, str]]:
-    """Chat messages for one question; the text path (OpenAI-style baselines) sends exactly these."""
-    user = f"State:\n{state_text}\n\nQuestion:{block}"
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+PromptState = Union[str, Sequence[dict[str, str]]]  # the state's text, or chat turns that are the state
+CONVERSATION_NOTE = " The state is the conversation before the question."
+
+
+def build_messages(state: PromptState, block: str) -> list[dict[str, str]]:
+    """Chat messages for one question; the text path (OpenAI-style baselines) sends exactly these.
+
+    A state given as chat turns (an agent's conversation, from the OpenAI wire) is rendered as those
+    turns, then the question as one more user turn; leading system turns join the system prompt, so
+    a template that allows one system message at the start still renders it.
+    """
+    if isinstance(state, str):
+        user = f"State:\n{state}\n\nQuestion:{block}"
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    turns = [dict(turn) for turn in state]
+    system = SYSTEM_PROMPT + CONVERSATION_NOTE
+    while turns and turns[0]["role"] == "system":
+        system += "\n\n" + turns.pop(0)["content"]
+    return [{"role": "system", "content": system}, *turns, {"role": "user", "content": f"Question:{block}"}]
+
+
+def state_texts(state: PromptState) -> list[str]:
+    """The user-supplied texts of a state (checked for text that spells a control token)."""
+    return [state] if isinstance(state, str) else [turn["content"] for turn in state]
 
 
 class PromptRenderer:
@@ -142,11 +189,11 @@ class PromptRenderer:
             self.slot_prefix = " "
             self.add_bos = True
 
-    def render(self, state_text: str, block: str) -> str:
+    def render(self, state_text: PromptState, block: str) -> str:
         """The whole prompt for one question, ending where the answer token goes."""
         return self._format(build_messages(state_text, block))
 
-    def render_pieces(self, state_text: str, block: str) -> list[tuple[str, bool]]:
+    def render_pieces(self, state_text: PromptState, block: str) -> list[tuple[str, bool]]:
         """The prompt as (text, parse_special) pieces: template text, and message contents kept apart.
 
         Text in a message that spells a control token (``<|im_end|>``) must stay text: tokenized
@@ -168,7 +215,7 @@ class PromptRenderer:
             raise InvalidRequestError("chat template rewrites the message text; cannot keep it apart from control tokens", field="model")
         return [(text, special) for text, special in pieces if text]
 
-    def render_prefix_pieces(self, state_text: str) -> list[tuple[str, bool]]:
+    def render_prefix_pieces(self, state_text: PromptState) -> list[tuple[str, bool]]:
         """`render_prefix` as pieces (see `render_pieces`)."""
         out: list[tuple[str, bool]] = []
         for text, special in self.render_pieces(state_text, _MARKER):
@@ -179,7 +226,7 @@ class PromptRenderer:
         raise InvalidRequestError(  # pragma: no cover
             "chat template does not keep the message text; cannot split the prefix", field="model")
 
-    def render_prefix(self, state_text: str) -> str:
+    def render_prefix(self, state_text: PromptState) -> str:
         """The text every question's prompt starts with: the template up to "Question:"."""
         full = self.render(state_text, _MARKER)
         cut = full.find(_MARKER)

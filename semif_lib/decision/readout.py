@@ -47,6 +47,29 @@ def read_sequence_scores(logprobs: Sequence[float], lengths: Sequence[int], leng
     return scores, softmax(scores), float(np.sum(np.exp(raw)))
 
 
+def choice_confidence(probs: Sequence[float]) -> float:
+    """Jev's reference confidence of a choice: the top probability m normalised, (m - 1/n) / (1 - 1/n).
+
+    0 when the options are equally likely, 1 when one has all the mass (jevcompat `confidence.formula`).
+    """
+    n = len(probs)
+    if n <= 1:
+        return 1.0
+    return float(min(1.0, max(0.0, (max(probs) - 1 / n) / (1 - 1 / n))))
+
+
+def score_confidence(probs: Sequence[float]) -> float:
+    """Jev's reference confidence of a score: max(0, 1 - sum_i p_i |i - k| / D), k the most probable level and
+    D = sum_i |i - (n-1)/2| / n, the spread of the uniform distribution around its middle."""
+    n = len(probs)
+    if n <= 1:
+        return 1.0
+    k = int(np.argmax(probs))
+    spread = sum(p * abs(i - k) for i, p in enumerate(probs))
+    uniform = sum(abs(i - (n - 1) / 2) for i in range(n)) / n
+    return float(min(1.0, max(0.0, 1 - spread / uniform)))
+
+
 def build_answer(plan: QuestionPlan, probs: np.ndarray, option_mass: float) -> NoulAnswer | ChoiceAnswer | ScoreAnswer:
     """Shape probabilities over `plan.keys` into the System One answer for the question type."""
     p = [float(x) for x in probs]
@@ -55,21 +78,26 @@ def build_answer(plan: QuestionPlan, probs: np.ndarray, option_mass: float) -> N
     if plan.kind == "noul":
         return NoulAnswer(noul=probabilities["true"], probabilities=probabilities, option_mass=option_mass)
     if plan.kind == "choice":
-        return ChoiceAnswer(choice=plan.keys[top], confidence=p[top], probabilities=probabilities, option_mass=option_mass)
+        return ChoiceAnswer(choice=plan.keys[top], confidence=choice_confidence(p), top_probability=p[top],
+                            probabilities=probabilities, option_mass=option_mass)
     expected = float(sum(i * pi for i, pi in enumerate(p)))
-    return ScoreAnswer(score=expected, confidence=p[top], legend=plan.legend, probabilities=probabilities, option_mass=option_mass)
+    return ScoreAnswer(score=expected, confidence=score_confidence(p), top_probability=p[top], legend=plan.legend,
+                       probabilities=probabilities, option_mass=option_mass)
+
+
+Reading = tuple[QuestionPlan, np.ndarray, np.ndarray, float]  # (plan, logits, probabilities, option mass)
 
 
 def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logits: bool = False) -> dict[str, Any]:
     """Every question's answer from the logits rows its jobs read (slot or sequence readout).
 
     `calibration` (a loaded calibration file) maps logits to calibrated answers;
-    `include_logits` adds each answer's raw option logits, which calibration fitting needs.
+    `include_logits` adds each answer's raw option logits (`x_logits`), which calibration fitting needs.
     """
     by_plan: dict[int, list] = {}
     for job in prep.jobs:
         by_plan.setdefault(job.plan_index, []).append(job)
-    answers: dict[str, Any] = {}
+    read: dict[str, list[Reading]] = {}
     for i, plan in enumerate(prep.plans):
         jobs = by_plan[i]
         if plan.readout == "slot":
@@ -77,8 +105,31 @@ def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logit
         else:
             logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in jobs]
             logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in jobs], plan.length_normalize)
+        read.setdefault(plan.qid, []).append((plan, logits, probs, mass))
+    answers: dict[str, Any] = {}
+    for qid, rotations in read.items():
+        plan, logits, probs, mass = rotations[0] if len(rotations) == 1 else average_rotations(rotations)
         answer = calibration.apply(plan, logits, probs, mass) if calibration is not None else build_answer(plan, probs, mass)
+        if len(rotations) > 1:
+            votes = [r[0].keys[int(np.argmax(r[2]))] for r in rotations]
+            answer.x_debias = "rotations"
+            answer.x_rotation_choices = votes  # each order's own argmax, request order first
+            answer.x_rotation_agreement = sum(v == answer.choice for v in votes) / len(votes)
         if include_logits:
-            answer.logits = [float(x) for x in logits]
-        answers[plan.qid] = answer
+            answer.x_logits = [float(x) for x in logits]
+        answers[qid] = answer
     return answers
+
+
+def average_rotations(rotations: Sequence[Reading]) -> Reading:
+    """One reading from several option orders: each option's probability averaged over the orders (request order kept).
+
+    The averaged probabilities' logs stand in for logits, so a calibration file applies as to any answer.
+    """
+    plan = next(r[0] for r in rotations if r[0].rotation == 0)
+    mean = np.zeros(len(plan.keys))
+    for p, _, probs, _ in rotations:
+        index = {key: j for j, key in enumerate(p.keys)}
+        mean += np.asarray([probs[index[key]] for key in plan.keys], dtype=np.float64)
+    mean /= len(rotations)
+    return plan, np.log(np.clip(mean, 1e-300, None)), mean, float(np.mean([r[3] for r in rotations]))

@@ -55,7 +55,7 @@ def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], prog
             out.append(Decision(
                 id=item.id, group_id=item.group_id, task=item.task, qid=qid, kind=question.type,
                 keys=list(answer.probabilities), label=label_to_index(question, expected),
-                logits=np.asarray(answer.logits, dtype=np.float64), option_mass=float(answer.option_mass),
+                logits=np.asarray(answer.x_logits, dtype=np.float64), option_mass=float(answer.option_mass),
                 question_hash=_question_hash(engine, qid, question),
             ))
     return out
@@ -102,9 +102,9 @@ def _mean_over_states(
 
 
 def rotate_options(criteria: dict[str, Any], shift: int) -> dict[str, Any]:
-    names = list(criteria)
-    shift %= len(names)
-    return {n: criteria[n] for n in names[shift:] + names[:shift]}
+    from ..decision.prompt import rotate_criteria
+
+    return rotate_criteria(criteria, shift)
 
 
 def _choice_qids(item: LabeledItem) -> list[str]:

@@ -187,10 +187,10 @@ def ask_server_json(http: Any, url: str, request: dict[str, Any]) -> Pass:
 
 
 def ask_decision(http: Any, url: str, request: dict[str, Any]) -> Pass:
-    """One `/invocations` request with every question; its `timing` and `usage` are the server's own counters."""
+    """One `/invocations` request with every question; its `x_timing` and `usage` are the server's own counters."""
     seconds, response = post_json(http, url + "/invocations", request)
-    timing, usage = response["timing"], response["usage"]
-    prefilled = timing["prefix_tokens"] - usage["cached_tokens"]
+    timing, usage = response["x_timing"], response["usage"]
+    prefilled = timing["prefix_tokens"] - usage["x_cached_tokens"]
     result = Pass(seconds, decisions=len(request["questions"]), requests=1, output_tokens=usage["output_tokens"],
                   evaluated_tokens=prefilled + timing["branch_tokens"], compute_s=timing["prefill_s"] + timing["branches_s"],
                   prefill=(prefilled, timing["prefill_s"]) if prefilled > 0 and timing["prefill_s"] > 0 else None)

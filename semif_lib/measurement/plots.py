@@ -39,10 +39,10 @@ def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = 
     n = len(answers)
     cols = min(max_columns, n)
     rows = -(-n // cols)
-    heights = [len(a.get("probabilities", {})) for a in answers.values()]
+    heights = [len(a.get("probabilities") or a.get("x_probabilities", {})) for a in answers.values()]
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, max(1.6, 0.35 * max(heights) + 1.0) * rows), squeeze=False)
     for ax, (qid, answer) in zip(axes.flat, answers.items()):
-        probs = answer.get("probabilities", {})
+        probs = answer.get("probabilities") or answer.get("x_probabilities", {})  # a noul's ride as x_probabilities
         labels = list(probs)
         values = [float(probs[k]) for k in labels]
         best = max(range(len(values)), key=values.__getitem__) if values else -1
@@ -50,7 +50,7 @@ def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = 
         ax.bar_label(bars, fmt="%.2f", padding=2, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, 1.15)
-        mass = answer.get("option_mass")
+        mass = answer.get("x_option_mass")
         ax.set_title(f"{qid} ({answer.get('type', '?')})" + (f"\noption mass {mass:.2f}" if mass is not None else ""), fontsize=9)
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[n:]:
@@ -70,13 +70,13 @@ def plot_timings(responses: Mapping[str, Any], title: str | None = None) -> "Fig
 
     labels = list(responses)
     docs = [response_dict(responses[k]) for k in labels]
-    prefill = [float(d.get("timing", {}).get("prefill_s", 0.0)) for d in docs]
-    total = [float(d.get("timing", {}).get("total_s", 0.0)) for d in docs]
+    prefill = [float(d.get("x_timing", {}).get("prefill_s", 0.0)) for d in docs]
+    total = [float(d.get("x_timing", {}).get("total_s", 0.0)) for d in docs]
     rest = [max(0.0, t - p) for t, p in zip(total, prefill)]
     fig, ax = plt.subplots(figsize=(7, 0.7 * len(labels) + 1.4))
     ax.barh(labels, prefill, color=ACCENT, label="shared prefill")
     bars = ax.barh(labels, rest, left=prefill, color=HIGHLIGHT, label="questions (branches / full prompts)")
-    cached = [d.get("usage", {}).get("cached_tokens", 0) for d in docs]
+    cached = [d.get("usage", {}).get("x_cached_tokens", 0) for d in docs]
     ax.bar_label(bars, labels=[f"{t:.2f} s, {c} cached tokens" for t, c in zip(total, cached)], padding=3, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(total + [1e-3]) * 1.45)

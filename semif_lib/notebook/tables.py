@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..errors import read_error
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
@@ -28,10 +30,10 @@ def tabulate_answers(response: Any) -> "pd.DataFrame":
 
     rows = []
     for qid, answer in _answers(response).items():
-        probs = answer.get("probabilities", {})
+        probs = answer.get("probabilities") or answer.get("x_probabilities", {})  # a noul's ride as x_probabilities
         rows.append({"question": qid, "type": answer.get("type"), "answer": decision_of(answer),
                      "confidence": answer.get("confidence", max(probs.values(), default=None)),
-                     "option_mass": answer.get("option_mass"),
+                     "option_mass": answer.get("x_option_mass"),
                      "probabilities": ", ".join(f"{k}={v:.3f}" for k, v in probs.items())})
     return pd.DataFrame(rows).set_index("question") if rows else pd.DataFrame(rows)
 
@@ -45,8 +47,8 @@ def tabulate_records(records: Any) -> "pd.DataFrame | str":
         return records
     rows = {}
     for record in records:
-        if "error" in record:
-            rows[record.get("id")] = {"error": record["error"].get("message", record["error"])}
+        if "detail" in record:  # an error line (`jsonlines.error_record`)
+            rows[record.get("id")] = {"error": read_error(record)["message"]}
         else:
             rows[record.get("id")] = {qid: decision_of(a) for qid, a in record.get("answers", {}).items()}
     return pd.DataFrame.from_dict(rows, orient="index")

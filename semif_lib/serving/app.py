@@ -1,8 +1,9 @@
 """`semif serve`: the decision engine behind SageMaker's container contract and System One's API.
 
-Routes: `GET /ping`, `POST /invocations` (JSON, or JSON Lines for Batch Transform),
-`GET /execution-parameters`, `POST /v1/systemone`, `GET /v1/models`, and the OpenAPI document
-at `GET /openapi.json`, generated from the same pydantic models as the engine's wire format.
+Routes: `GET /ping`, `POST /invocations` (JSON, or JSON Lines for Batch Transform; a Jev or an
+OpenAI Decisions body), `GET /execution-parameters`, `POST /v1/systemone`, `GET /v1/models`,
+`POST /v1/decisions` (OpenAI Decisions), and the OpenAPI document at `GET /openapi.json`, generated
+from the same pydantic models as the engine's wire formats.
 
 The handlers here only parse and validate (with `wire`), then hand the requests to the
 `worker`, the one thread that owns the engine, and await its answer: the event loop never runs
@@ -23,16 +24,19 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..arguments import add_engine_arguments, engine_overrides, run_command
+from ..decision.openai_schema import OpenAIRequest
 from ..decision.schema import DecisionRequest
 from ..errors import (
-    InvalidRequestError,
+    RequestValidationError,
     SemifError,
 )
 from ..settings import Settings, load_settings
-from .routes import add_invocation_routes, add_sagemaker_routes, add_systemone_routes
+from .routes import add_decisions_routes, add_invocation_routes, add_sagemaker_routes, add_systemone_routes
 from .runner import Drain, serve_uvicorn
 from .wire import (
     HTTP_ERROR_TYPES,
+    OPENAI,
+    SYSTEMONE,
     error_response,
     package_version,
 )
@@ -90,7 +94,8 @@ def create_app(
         title="semif decision adapter",
         version=package_version(),
         description="Decisions as probabilities over declared options. SageMaker container contract "
-        "(/ping, /invocations, /execution-parameters) and System One compatible (/v1/systemone, /v1/models).",
+        "(/ping, /invocations, /execution-parameters), Jev / System One compatible (/v1/systemone, /v1/models) "
+        "and OpenAI Decisions (/v1/decisions, the openai SDK's client.decisions.create).",
         lifespan=lifespan,
         separate_input_output_schemas=False,
         redoc_url=None,
@@ -103,49 +108,61 @@ def create_app(
     add_sagemaker_routes(app, worker, settings)
     add_invocation_routes(app, worker, settings)
     add_systemone_routes(app, worker, settings)
+    add_decisions_routes(app, worker, settings)
     _install_openapi(app)
     return app
 
 
+def _wire(request: Any) -> str:
+    """The wire a request is answered on: OpenAI's once its route or body says so, else Jev's."""
+    return getattr(request.state, "wire", None) or (OPENAI if request.url.path == "/v1/decisions" else SYSTEMONE)
+
+
 def _install_error_handlers(app: "FastAPI") -> None:
-    """Every error answers `{"error": {...}}`: ours, Starlette's (404, 405), validation's, and bugs'."""
+    """Every error answers in its wire's shape (`wire.error_body`): ours, Starlette's (404, 405), validation's, and bugs'."""
     from fastapi import Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.exceptions import RequestValidationError as FastAPIValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     @app.exception_handler(SemifError)
-    async def _semif_error(_: Request, exc: SemifError) -> Any:
-        return error_response(exc)
+    async def _semif_error(request: Request, exc: SemifError) -> Any:
+        return error_response(exc, _wire(request))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> Any:
-        body = {"error": {"type": HTTP_ERROR_TYPES.get(exc.status_code, "http_error"), "message": str(exc.detail), "field": None}}
-        return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Any:
+        error = SemifError(str(exc.detail))
+        error.status_code, error.error_type = exc.status_code, HTTP_ERROR_TYPES.get(exc.status_code, "http_error")
+        response = error_response(error, _wire(request))
+        response.headers.update(getattr(exc, "headers", None) or {})
+        return response
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> Any:
+    @app.exception_handler(FastAPIValidationError)
+    async def _validation_error(request: Request, exc: FastAPIValidationError) -> Any:
         first = (exc.errors() or [{}])[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
-        return error_response(InvalidRequestError(f"{field}: {first.get('msg', 'invalid request')}", field=field))
+        loc = [p for p in first.get("loc", ()) if p != "body"]
+        field = ".".join(str(p) for p in loc) or None
+        error = RequestValidationError(f"{field}: {first.get('msg', 'invalid request')}", field=field, loc=loc,
+                                       kind=first.get("type", "value_error"))
+        return error_response(error, _wire(request))
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> Any:  # a bug: still JSON, and logged
+    async def _unexpected(request: Request, exc: Exception) -> Any:  # a bug: still JSON, and logged
         log.exception("unhandled error")
-        return error_response(SemifError(f"internal error: {type(exc).__name__}"))
+        return error_response(SemifError(f"internal error: {type(exc).__name__}"), _wire(request))
 
 
 def _install_openapi(app: "FastAPI") -> None:
-    """The OpenAPI document, with `DecisionRequest` (the JSON body read by hand) and its parts as components."""
+    """The OpenAPI document, with `DecisionRequest` and `OpenAIRequest` (JSON bodies read by hand) and their parts as components."""
     from fastapi.openapi.utils import get_openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
             components = doc.setdefault("components", {}).setdefault("schemas", {})
-            schema = DecisionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
-            components.update(schema.pop("$defs", {}))
-            components["DecisionRequest"] = schema
+            for model in (DecisionRequest, OpenAIRequest):
+                schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                components.update(schema.pop("$defs", {}))
+                components[model.__name__] = schema
             app.openapi_schema = doc
         return app.openapi_schema
 

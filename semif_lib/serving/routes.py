@@ -1,5 +1,10 @@
 """The adapter's route groups: SageMaker's (`/ping`, `/execution-parameters`), the invoke routes
-(`POST /invocations` and `POST /v1/systemone`, one handler) and System One's `/v1/models`.
+(`POST /invocations` and `POST /v1/systemone`, one handler; `POST /v1/decisions`, OpenAI Decisions)
+and System One's `/v1/models`.
+
+`/invocations` reads either wire's body (an OpenAI Decisions body has `input` and a list of
+`questions`) and answers on the wire it was asked on; `/v1/systemone` reads Jev's, `/v1/decisions`
+OpenAI's. All three hand the same internal requests to the same worker.
 
 Handlers only check auth, parse and validate (with `wire`), then hand the requests to the worker
 and await its answer (`await_job`): the event loop never runs inference. `app.create_app` adds
@@ -13,7 +18,7 @@ import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..decision.schema import DecisionResponse
+from ..decision.schema import DecisionRequest, DecisionResponse
 from ..errors import (
     InvalidRequestError,
     SemifError,
@@ -29,12 +34,15 @@ from .wire import (
     CUSTOM_ATTRIBUTES_HEADER,
     JSON_TYPES,
     JSONLINES_TYPES,
+    OPENAI,
     THREAD_PARSE_BYTES,
     ErrorBody,
     ExecutionParameters,
     ModelList,
+    OpenAIErrorBody,
+    ValidationErrorBody,
     describe_model,
-    dump_response,
+    dump_answer,
     error_response,
     parse_json_body,
     parse_jsonlines_body,
@@ -47,7 +55,7 @@ from .worker import InferenceWorker, Job
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
 
-__all__ = ["add_invocation_routes", "add_sagemaker_routes", "add_systemone_routes", "await_job", "check_auth"]
+__all__ = ["add_decisions_routes", "add_invocation_routes", "add_sagemaker_routes", "add_systemone_routes", "await_job", "check_auth"]
 
 ANSWER_DEADLINE_FACTOR = 2  # a handler gives up after twice SEMIF_REQUEST_TIMEOUT (the worker answers well before)
 
@@ -81,74 +89,122 @@ def add_sagemaker_routes(app: "FastAPI", worker: InferenceWorker, settings: Sett
                                    MaxPayloadInMB=max(1, settings.max_body_bytes // (1 << 20)))
 
 
-def _invocation_doc() -> dict[str, Any]:
+def _invocation_doc(openai: bool = False) -> dict[str, Any]:
     """OpenAPI extras of the invoke routes: JSON or JSON Lines bodies, the `mode` parameter, every error status.
 
     Built afresh for each app, as the routes' OpenAPI pieces were before: no two apps share these dicts.
+    `openai`: `POST /v1/decisions`, one OpenAI Decisions body in JSON, errors in OpenAI's shape.
     """
-    return {
-        "responses": {
+    error = OpenAIErrorBody if openai else ErrorBody
+    body = {"application/json": {"schema": {"$ref": "#/components/schemas/OpenAIRequest"}}} if openai else {
+        "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/DecisionRequest"},
+                                                  {"$ref": "#/components/schemas/OpenAIRequest"}]}},
+        "application/jsonlines": {"schema": {"type": "string", "description": "One DecisionRequest (with an id) per line."}},
+    }
+    responses: dict[int, Any] = {
             200: {"model": DecisionResponse,
-                  "description": "One response; for application/jsonlines, one response per line, each with its id.",
+                  "description": "One response; for application/jsonlines, one response per line, each with its id. "
+                                 "An OpenAI Decisions body is answered with the openai SDK's Decision.",
                   "content": {"application/jsonlines": {"schema": {"type": "string"}}}},
-            400: {"model": ErrorBody,
-                  "description": "Malformed JSON, non-UTF-8 body, invalid request or options without distinct answer tokens."},
-            401: {"model": ErrorBody, "description": "SEMIF_API_KEY is set and the bearer token is missing or wrong."},
+            400: {"model": error,
+                  "description": "Options without distinct answer tokens, an unsupported part (images), a bad mode"
+                                 + ("; and on this wire a body that fails validation." if openai else ".")},
+            401: {"model": error, "description": "SEMIF_API_KEY is set and the bearer token is missing or wrong (authentication_error)."},
             413: {"model": ErrorBody,
                   "description": "Over a limit, named in the message: the body (SEMIF_MAX_BODY_BYTES), questions (SEMIF_MAX_QUESTIONS), "
                                  "options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS) or the context (SEMIF_N_CTX)."},
-            415: {"model": ErrorBody, "description": "Content type other than application/json or application/jsonlines."},
-            503: {"model": ErrorBody, "description": "Queue full or model loading; retry after Retry-After seconds."},
-        },
+            415: {"model": error, "description": "Content type other than application/json or application/jsonlines."},
+            503: {"model": error, "description": "Queue full or model loading; retry after Retry-After seconds."},
+    }
+    if openai:
+        responses[200] = {"description": "The openai SDK's Decision: answers in question order, usage with cached_tokens."}
+    else:
+        responses[422] = {"model": ValidationErrorBody, "description": "The body fails validation (malformed JSON included)."}
+    for status in (413, 415, 503):
+        responses[status]["model"] = error
+    return {
+        "responses": responses,
         "openapi_extra": {
             "parameters": [{"name": "mode", "in": "query", "required": False,
                             "schema": {"type": "string", "enum": list(MODES)}, "description": "Execution mode (default SEMIF_MODE)."}],
-            "requestBody": {"required": True, "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/DecisionRequest"}},
-                "application/jsonlines": {"schema": {"type": "string", "description": "One DecisionRequest (with an id) per line."}},
-            }},
+            "requestBody": {"required": True, "content": body},
         },
     }
 
 
+async def _read_invocation(request: Any, settings: Settings, wire: str | None) -> tuple[list[Any], Any, list[Any], bool, str | None]:
+    """Auth, content type, mode and body of an invoke request, parsed on `wire` (None: either, per body)."""
+    check_auth(request, settings)
+    ctype = read_content_type(request.headers.get("content-type")) or "application/json"
+    jsonlines = ctype in JSONLINES_TYPES and wire is None
+    if not jsonlines and ctype not in JSON_TYPES:
+        also = "" if wire else ", or application/jsonlines with one request per line"
+        raise UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json{also}", field="content-type")
+    mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
+    if mode is not None and mode not in MODES:
+        raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
+    body = await read_limited_body(request, settings.max_body_bytes)
+    if jsonlines:
+        parsed = await asyncio.to_thread(parse_jsonlines_body, body) if len(body) > THREAD_PARSE_BYTES else parse_jsonlines_body(body)
+    else:
+        parsed = await asyncio.to_thread(parse_json_body, body, wire) if len(body) > THREAD_PARSE_BYTES else parse_json_body(body, wire)
+    items, ids, decisions = parsed
+    if not jsonlines and decisions[0] is not None:
+        request.state.wire = OPENAI  # errors from here on answer in OpenAI's shape
+    return items, ids, decisions, jsonlines, mode
+
+
+async def _answer(request: Any, worker: InferenceWorker, settings: Settings, items: list[DecisionRequest | SemifError],
+                  mode: str | None) -> list[Any] | None:
+    """Hand the parsed requests to the worker and await their results (None: the client has gone)."""
+    loop = asyncio.get_running_loop()
+    job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
+    worker.submit(job)
+    return await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s, request.app.state.drain)
+
+
 def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
-    """`POST /invocations` (SageMaker) and `POST /v1/systemone` (System One): one handler, two paths."""
+    """`POST /invocations` (SageMaker, either wire) and `POST /v1/systemone` (System One): one handler, two paths."""
     from fastapi import Request
     from fastapi.responses import Response
 
     async def invoke(request: Request) -> Any:  # one flow, read top to bottom
-        check_auth(request, settings)
-        ctype = read_content_type(request.headers.get("content-type")) or "application/json"
-        jsonlines = ctype in JSONLINES_TYPES
-        if not jsonlines and ctype not in JSON_TYPES:
-            raise UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json, "
-                                            "or application/jsonlines with one request per line", field="content-type")
-        mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
-        if mode is not None and mode not in MODES:
-            raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
-        body = await read_limited_body(request, settings.max_body_bytes)
-        parse = parse_jsonlines_body if jsonlines else parse_json_body
-        items, ids = await asyncio.to_thread(parse, body) if len(body) > THREAD_PARSE_BYTES else parse(body)
-
-        loop = asyncio.get_running_loop()
-        job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
-        worker.submit(job)
-        results = await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s, request.app.state.drain)
+        items, ids, decisions, jsonlines, mode = await _read_invocation(request, settings, None)
+        results = await _answer(request, worker, settings, items, mode)
         if results is None:  # the client has gone: nobody reads an answer
             return Response(status_code=499)
         if not jsonlines:
             if isinstance(results[0], SemifError):
                 raise results[0]
-            return Response(json.dumps(dump_response(results[0], ids), ensure_ascii=False), media_type="application/json")
+            return Response(json.dumps(dump_answer(results[0], ids, decisions[0]), ensure_ascii=False), media_type="application/json")
         lines = [
-            error_record(out, rid) if isinstance(out, SemifError) else dump_response(out, rid)
-            for out, rid in zip(results, ids)
+            error_record(out, rid) if isinstance(out, SemifError) else dump_answer(out, rid, extra)
+            for out, rid, extra in zip(results, ids, decisions)
         ]
         return Response(dump_records(lines), media_type="application/jsonlines")
 
     doc = _invocation_doc()
-    app.add_api_route("/invocations", invoke, methods=["POST"], summary="Score a decision request (SageMaker)", **doc)
+    app.add_api_route("/invocations", invoke, methods=["POST"], summary="Score a decision request (SageMaker; either wire)", **doc)
     app.add_api_route("/v1/systemone", invoke, methods=["POST"], summary="Score a decision request (System One)", **doc)
+
+
+def add_decisions_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
+    """`POST /v1/decisions`: OpenAI Decisions, what the `openai` SDK's `client.decisions.create(...)` calls."""
+    from fastapi import Request
+    from fastapi.responses import Response
+
+    async def decide(request: Request) -> Any:
+        request.state.wire = OPENAI
+        items, _, decisions, _, mode = await _read_invocation(request, settings, OPENAI)
+        results = await _answer(request, worker, settings, items, mode)
+        if results is None:
+            return Response(status_code=499)
+        if isinstance(results[0], SemifError):
+            raise results[0]
+        return Response(json.dumps(dump_answer(results[0], None, decisions[0]), ensure_ascii=False), media_type="application/json")
+
+    app.add_api_route("/v1/decisions", decide, methods=["POST"], summary="Score a decision request (OpenAI Decisions)",
+                      **_invocation_doc(openai=True))
 
 
 async def wait_for_disconnect(request: Any) -> None:

@@ -2,9 +2,19 @@
 
 Everything a route needs between the socket and the worker, kept apart from the routes so each
 piece can be read (and tested) without building an app: the body limit and its 413, JSON and
-JSON Lines parsing (a bad line answers for itself, never for the whole body), the
-`{"error": {...}}` body every non-2xx answer carries, and the pydantic models the OpenAPI
-document is generated from. FastAPI is imported only inside `error_response`.
+JSON Lines parsing (a bad line answers for itself, never for the whole body), which wire a body
+speaks (Jev / System One, or OpenAI Decisions: `decision.openai_schema`), the error bodies of each
+wire, and the pydantic models the OpenAPI document is generated from. FastAPI is imported only
+inside `error_response`.
+
+Error bodies, by wire (the status is the same on both, except a validation failure):
+
+- Jev: `{"detail": {"error_type", "message", "field"}}`; a body that fails validation (malformed
+  JSON included) is 422 `{"detail": [{"loc": ["body", ...], "msg", "type", "field"}]}`;
+- OpenAI: `{"error": {"message", "type", "param", "code"}}`, a validation failure 400.
+
+The message names the field and the limit; 413 (size), 415 (media type) and 503 with
+`Retry-After` (overload) stay what SageMaker and the SDKs rely on.
 """
 
 # No `from __future__ import annotations`: pydantic builds the OpenAPI models below from real annotations.
@@ -13,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..decision.openai_schema import DecisionsBody, build_decision, is_decisions_body, parse_decisions_request
 from ..decision.schema import DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
-from ..errors import InvalidRequestError, SemifError, ServiceBusyError, UnauthorizedError
+from ..errors import InvalidRequestError, RequestValidationError, SemifError, ServiceBusyError, UnauthorizedError
 from ..jsonlines import decode_utf8, iter_records, split_lines
 from ..limits import refuse_limit
 
@@ -25,13 +36,19 @@ __all__ = [
     "JSONLINES_TYPES",
     "JSON_TYPES",
     "THREAD_PARSE_BYTES",
+    "OPENAI",
+    "SYSTEMONE",
     "ErrorBody",
     "ErrorDetail",
+    "OpenAIErrorBody",
+    "ValidationErrorBody",
     "ExecutionParameters",
     "ModelCard",
     "ModelList",
     "describe_model",
+    "dump_answer",
     "dump_response",
+    "error_body",
     "error_response",
     "package_version",
     "parse_json_body",
@@ -47,19 +64,47 @@ DISCARD_LIMIT_BYTES = 64 << 20  # past the body limit, read and drop this much s
 THREAD_PARSE_BYTES = 256 << 10  # bodies larger than this are parsed off the event loop
 CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
 HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request", 413: "payload_too_large"}
+SYSTEMONE, OPENAI = "systemone", "openai"  # the two wires: Jev / System One, OpenAI Decisions
+OPENAI_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}  # else by class
 
 
 # ----------------------------------------------------------------- wire models (OpenAPI)
 class ErrorDetail(BaseModel):
-    type: str = Field(..., description="Machine-readable error class, e.g. invalid_request.")
+    error_type: str = Field(..., description="Machine-readable error class, e.g. invalid_request, authentication_error.")
     message: str = Field(..., description="What is wrong, naming the field and the limit.")
     field: str | None = Field(None, description="Dotted path of the offending field, when there is one.")
 
 
 class ErrorBody(BaseModel):
-    """Every non-2xx answer: `{"error": {"type", "message", "field"}}`."""
+    """A Jev error: `{"detail": {"error_type", "message", "field"}}`."""
 
-    error: ErrorDetail
+    detail: ErrorDetail
+
+
+class ValidationItem(BaseModel):
+    loc: list[str | int] = Field(..., description="Path of the offending field, from \"body\".")
+    msg: str = Field(..., description="What is wrong, naming the field and the limit.")
+    type: str = Field(..., description="pydantic's error type, e.g. missing, too_short, json_invalid.")
+    field: str | None = Field(None, description="The same path, dotted.")
+
+
+class ValidationErrorBody(BaseModel):
+    """A Jev validation error (422): `{"detail": [{"loc", "msg", "type", "field"}]}`."""
+
+    detail: list[ValidationItem]
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str = Field(..., description="invalid_request_error, authentication_error or server_error.")
+    param: str | None = Field(None, description="The offending field, when there is one.")
+    code: str | None = Field(None, description="The server's own error class (as Jev's error_type).")
+
+
+class OpenAIErrorBody(BaseModel):
+    """An error on the OpenAI Decisions wire: `{"error": {"message", "type", "param", "code"}}`."""
+
+    error: OpenAIErrorDetail
 
 
 class ExecutionParameters(BaseModel):
@@ -121,22 +166,49 @@ async def read_limited_body(request: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_json_body(body: bytes) -> tuple[list[DecisionRequest | SemifError], Any]:
-    """A single JSON request: validated, or raise its 400. Returns ([request], id or None)."""
+Parsed = tuple[list[DecisionRequest | SemifError], Any, list[DecisionsBody | None]]
+
+
+def parse_any(data: Any) -> tuple[DecisionRequest, DecisionsBody | None]:
+    """A decoded body on either wire: an OpenAI Decisions body (`input`, `questions` a list) or a Jev one.
+
+    The second value is what the OpenAI answer builder needs (None: answer on the Jev wire).
+    """
+    if is_decisions_body(data):
+        return parse_decisions_request(data)
+    return parse_request(data), None
+
+
+def parse_json_body(body: bytes, wire: str | None = None) -> Parsed:
+    """A single JSON request: validated, or raise its error. Returns ([request], id or None, [decisions body or None]).
+
+    `wire` OPENAI reads the OpenAI Decisions shape only (`POST /v1/decisions`); None reads either (`/invocations`).
+    """
     if not body.strip():
-        raise InvalidRequestError("empty body; send one decision request as JSON", field="body")
+        raise RequestValidationError("empty body; send one decision request as JSON", field="body", kind="missing")
     data = parse_json_bytes(body)
-    request = parse_request(data)
-    record_id = data.get("id") if isinstance(data, dict) else None
-    return [request], record_id
+    request, decisions = parse_decisions_request(data) if wire == OPENAI else parse_any(data)
+    record_id = data.get("id") if isinstance(data, dict) and decisions is None else None
+    return [request], record_id, [decisions]
 
 
-def parse_jsonlines_body(body: bytes) -> tuple[list[DecisionRequest | SemifError], list[Any]]:
-    """One request per non-empty line; a bad line becomes that line's error, never the whole body's."""
-    records = list(iter_records(split_lines(decode_utf8(body)), parse_json_bytes, parse_request))
+def parse_jsonlines_body(body: bytes, wire: str | None = None) -> Parsed:
+    """One request per non-empty line, on either wire; a bad line becomes that line's error, never the whole body's."""
+    decisions: list[DecisionsBody | None] = []
+
+    def validate(data: Any) -> DecisionRequest:
+        request, extra = parse_any(data)
+        decisions.append(extra)
+        return request
+
+    records = []
+    for rid, item in iter_records(split_lines(decode_utf8(body)), parse_json_bytes, validate):
+        if isinstance(item, SemifError):
+            decisions.append(None)
+        records.append((rid, item))
     if not records:
         raise InvalidRequestError("no JSON Lines records in the body", field="body")
-    return [item for _, item in records], [rid for rid, _ in records]
+    return [item for _, item in records], [rid for rid, _ in records], decisions
 
 
 # ----------------------------------------------------------------- response and error bodies
@@ -146,8 +218,25 @@ def dump_response(response: DecisionResponse, record_id: Any = None) -> dict[str
     return body if record_id is None else {"id": record_id, **body}
 
 
-def error_response(exc: SemifError) -> Any:
-    """The JSON response for `exc`, with `Retry-After` on a retryable 503 and `WWW-Authenticate` on 401."""
+def dump_answer(response: DecisionResponse, record_id: Any = None, decisions: DecisionsBody | None = None) -> dict[str, Any]:
+    """A response on its request's wire: Jev's (`dump_response`) or the OpenAI Decisions `Decision`."""
+    if decisions is None:
+        return dump_response(response, record_id)
+    out = build_decision(response, decisions)
+    return out if record_id is None else {"id": record_id, **out}
+
+
+def error_body(exc: SemifError, wire: str = SYSTEMONE) -> tuple[int, dict[str, Any]]:
+    """(status, body) of `exc` on `wire`: Jev's `detail` shapes, or OpenAI's `error` (a validation failure is its 400)."""
+    if wire != OPENAI:
+        return exc.status_code, exc.to_body()
+    status = 400 if isinstance(exc, RequestValidationError) else exc.status_code
+    kind = OPENAI_ERROR_TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
+    return status, {"error": {"message": exc.message, "type": kind, "param": exc.field, "code": exc.error_type}}
+
+
+def error_response(exc: SemifError, wire: str = SYSTEMONE) -> Any:
+    """The JSON response for `exc` on `wire`, with `Retry-After` on a retryable 503 and `WWW-Authenticate` on 401."""
     from fastapi.responses import JSONResponse
 
     headers: dict[str, str] = {}
@@ -155,7 +244,8 @@ def error_response(exc: SemifError) -> Any:
         headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, UnauthorizedError):
         headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(exc.to_body(), status_code=exc.status_code, headers=headers)
+    status, body = error_body(exc, wire)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 # ----------------------------------------------------------------- model card and version

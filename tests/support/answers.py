@@ -17,11 +17,19 @@ def flatten_probabilities(response) -> dict[tuple[str, str], float]:
 
 
 def assert_error(response, status: int, field: str | None = None) -> dict:
-    """An httpx response is the JSON error body the adapter answers with: `{"error": {type, message, field}}`."""
+    """An httpx response is one of Jev's error bodies: `{"detail": {error_type, message, field}}`, or for a
+    validation failure (422) `{"detail": [{loc: ["body", ...], msg, type, field}]}`; returns `{type, message, field}`."""
+    from semif_lib.errors import read_error
+
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
-    error = response.json()["error"]
-    assert set(error) == {"type", "message", "field"} and error["message"]
+    detail = response.json()["detail"]
+    if status == 422:
+        assert isinstance(detail, list) and detail[0]["loc"][0] == "body" and set(detail[0]) == {"loc", "msg", "type", "field"}
+    else:
+        assert set(detail) == {"error_type", "message", "field"}, detail
+    error = read_error(response.json())
+    assert error["message"]
     if field is not None:
         assert error["field"] == field, error
     return error

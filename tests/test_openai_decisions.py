@@ -1,0 +1,109 @@
+"""OpenAI Decisions: the `openai` SDK's own `client.decisions.create(...)` against a live `semif serve`.
+
+One server (embedded SmolLM2, bearer token set) serves this module. The SDK parses every answer
+type into its own models (`openai.types.Decision`); the same engine answers as on the Jev wire, so
+the prefix cache reports its hits in `usage.input_tokens_details.cached_tokens`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from support.servers import ADAPTER_COMMAND, ServerProcess, free_port, running_server, server_env
+
+pytestmark = [pytest.mark.model, pytest.mark.server]
+
+API_KEY = "openai-key"
+QUESTIONS = [
+    {"type": "predicate", "instructions": "Is the customer asking for money back?", "name": "refund"},
+    {"type": "choice", "instructions": "Did the lookup find the order?", "choices": [{"value": True, "description": "found"},
+                                                                                    {"value": False}]},
+    {"type": "choice", "instructions": "Which team should handle this?", "name": "team",
+     "choices": [{"value": "Billing", "description": "payments, refunds"}, {"value": "Technical"}, {"value": "Sales"}]},
+    {"type": "score", "instructions": "How frustrated is the customer?", "name": "anger",
+     "levels": [{"label": "Calm"}, {"label": "Frustrated"}, {"label": "Very angry", "description": "threats"}]},
+]
+CONVERSATION = [
+    {"role": "developer", "content": "You are a support agent."},
+    {"role": "user", "content": "I was charged twice for order 4471. Refund me or I dispute it."},
+    {"type": "function_call", "call_id": "call_1", "name": "lookup_order", "arguments": '{"order": 4471}'},
+    {"type": "function_call_output", "call_id": "call_1", "output": '{"status": "charged twice", "amount": 40}'},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "I can see the double charge."}]},
+]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    port = free_port()
+    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_API_KEY=API_KEY), port) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    from openai import OpenAI
+
+    with OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0, timeout=120) as c:
+        yield c
+
+
+def check_answers(decision) -> None:
+    from openai.types.decision import (
+        AnswerAnswerResourceChoice,
+        AnswerAnswerResourcePredicate,
+        AnswerAnswerResourceScore,
+    )
+
+    refund, found, team, anger = decision.answers
+    assert isinstance(refund, AnswerAnswerResourcePredicate) and refund.name == "refund" and 0 <= refund.probability <= 1
+    assert isinstance(found, AnswerAnswerResourceChoice) and found.name is None and isinstance(found.choice, bool)
+    assert [p.value for p in found.probabilities] == [True, False]
+    assert isinstance(team, AnswerAnswerResourceChoice) and team.choice in {"Billing", "Technical", "Sales"}
+    probs = {p.value: p.probability for p in team.probabilities}
+    assert sum(probs.values()) == pytest.approx(1) and probs[team.choice] == max(probs.values())
+    assert team.confidence == pytest.approx((max(probs.values()) - 1 / 3) / (1 - 1 / 3))  # Jev's reference formula
+    assert team.model_extra["x_top_probability"] == pytest.approx(max(probs.values()))
+    assert isinstance(anger, AnswerAnswerResourceScore) and [p.label for p in anger.probabilities] == ["Calm", "Frustrated", "Very angry"]
+    assert anger.score == pytest.approx(sum(p.value * p.probability for p in anger.probabilities))
+
+
+def test_text_input_every_question_type(client):
+    decision = client.decisions.create(model="jev-latest", input="I was charged twice, refund me today.", questions=QUESTIONS)
+    check_answers(decision)
+    assert decision.usage.input_tokens > 0 and decision.usage.total_tokens == decision.usage.input_tokens
+
+
+def test_messages_with_a_function_call_and_its_output_and_the_cache(client, server):
+    """The conversation is the state; asked again, its prefix is a cache hit; another prompt_cache_key is a cold cache."""
+    first = client.with_options(base_url=server.url + "/v1").decisions.create(
+        model="x", input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-a")
+    check_answers(first)
+    again = client.decisions.create(model="x", input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-a")
+    other = client.decisions.create(model="x", input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-b")
+    assert again.usage.input_tokens_details.cached_tokens > 0 and again.usage.input_tokens_details.cache_write_tokens == 0
+    assert other.usage.input_tokens_details.cached_tokens == 0  # prompt_cache_key partitions the prefix cache
+    assert again.answers[2].probabilities[0].probability == pytest.approx(first.answers[2].probabilities[0].probability, abs=0.02)
+
+
+def test_images_are_a_400_naming_them_and_validation_is_openai_shaped(client):
+    import openai
+
+    image = [{"role": "user", "content": [{"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": "https://x/a.png"}]}]
+    with pytest.raises(openai.BadRequestError) as info:
+        client.decisions.create(model="x", input=image, questions=QUESTIONS)
+    assert info.value.status_code == 400 and "input[0].content[1]" in info.value.message and "input_image" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        client.decisions.create(model="x", input="x", questions=[{"type": "score", "instructions": "q", "levels": [{"label": "a"}]}])
+    assert info.value.body["param"] == "questions.0.levels" and info.value.body["type"] == "invalid_request_error"
+    with pytest.raises(openai.AuthenticationError):
+        client.with_options(api_key="wrong").decisions.create(model="x", input="x", questions=QUESTIONS[:1])
+
+
+def test_invocations_takes_the_openai_body_too(server):
+    import httpx
+
+    body = {"model": "x", "input": "Refund me.", "questions": QUESTIONS[:1]}
+    r = httpx.post(server.url + "/invocations", json=body, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=120)
+    assert r.status_code == 200 and r.json()["answers"][0]["type"] == "predicate" and "input_tokens_details" in r.json()["usage"]
