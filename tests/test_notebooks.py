@@ -231,15 +231,15 @@ CHAT_RESULT = {"id": "chatcmpl-moto", "object": "chat.completion", "model": "loc
                             "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28}}
 DECISION_RESULT = {"model": "SmolLM2-135M-Instruct.Q4_1",
-                   "answers": {"is_billing": {"type": "noul", "noul": 0.6, "probabilities": {"true": 0.6, "false": 0.4},
-                                              "option_mass": 0.2},
+                   "answers": {"is_billing": {"type": "noul", "noul": 0.6, "x_probabilities": {"true": 0.6, "false": 0.4},
+                                              "x_option_mass": 0.2},
                                "queue": {"type": "choice", "choice": "billing", "confidence": 0.5,
                                          "probabilities": {"billing": 0.5, "technical": 0.2, "shipping": 0.2, "account": 0.1},
-                                         "option_mass": 0.7},
+                                         "x_option_mass": 0.7},
                                "urgency": {"type": "score", "score": 1.2, "confidence": 0.6,
-                                           "probabilities": {"0": 0.1, "1": 0.6, "2": 0.2, "3": 0.1}, "option_mass": 0.5}},
-                   "usage": {"input_tokens": 167, "output_tokens": 0, "cached_tokens": 0},
-                   "timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.2, "total_s": 0.4}}
+                                           "probabilities": {"0": 0.1, "1": 0.6, "2": 0.2, "3": 0.1}, "x_option_mass": 0.5}},
+                   "usage": {"input_tokens": 167, "output_tokens": 0, "x_cached_tokens": 0},
+                   "x_timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.2, "total_s": 0.4}}
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 RESPONSE = {"model": "m", "answers": {
-    "is_billing": {"type": "noul", "noul": 0.6, "probabilities": {"true": 0.6, "false": 0.4}, "option_mass": 0.2},
+    "is_billing": {"type": "noul", "noul": 0.6, "x_probabilities": {"true": 0.6, "false": 0.4}, "x_option_mass": 0.2},
     "queue": {"type": "choice", "choice": "billing", "confidence": 0.5,
               "probabilities": {"billing": 0.5, "technical": 0.3, "shipping": 0.2}},
     "urgency": {"type": "score", "score": 1.2, "confidence": 0.6, "probabilities": {"0": 0.1, "1": 0.6, "2": 0.3}}},
-    "usage": {"input_tokens": 10, "output_tokens": 0, "cached_tokens": 4},
-    "timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.1, "total_s": 0.3}}
+    "usage": {"input_tokens": 10, "output_tokens": 0, "x_cached_tokens": 4},
+    "x_timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.1, "total_s": 0.3}}
 
 
 def test_settings_are_anchored_at_the_repository_root(monkeypatch, tmp_path):
@@ -103,7 +103,7 @@ def test_plots_return_figures():
 
     fig = plots.plot_probabilities(RESPONSE)
     assert len([ax for ax in fig.axes if ax.get_visible()]) == 3
-    fig2 = plots.plot_timings({"fresh": {**RESPONSE, "timing": {"prefill_s": 0, "total_s": 2.0}}, "cached": RESPONSE})
+    fig2 = plots.plot_timings({"fresh": {**RESPONSE, "x_timing": {"prefill_s": 0, "total_s": 2.0}}, "cached": RESPONSE})
     assert fig2.axes[0].get_yticklabels()[0].get_text() == "fresh"
     plt.close("all")
     with pytest.raises(ValueError):
