@@ -11,6 +11,7 @@ are the run registry's (`registry.WorkshopState.tags()`).
 from __future__ import annotations
 
 import json
+import re
 import string
 import time
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ __all__ = [
     "IAM_DIR",
     "AwsCredentialsError",
     "AwsPermissionError",
+    "AwsQuotaError",
     "AwsSetupError",
     "ResourceFailedError",
     "aws_errors",
@@ -40,6 +42,7 @@ __all__ = [
     "make_session",
     "poll_status",
     "retry_while_role_propagates",
+    "runtime_client",
 ]
 
 IAM_DIR = repo_root() / "container" / "iam"
@@ -63,6 +66,12 @@ class AwsPermissionError(AwsSetupError):
     """The calling identity may not perform an action the workshop needs."""
 
     error_type = "aws_permission"
+
+
+class AwsQuotaError(AwsSetupError):
+    """An account quota (SageMaker instances, CodeBuild concurrent builds) is too low for this step."""
+
+    error_type = "aws_quota"
 
 
 class ResourceFailedError(AwsSetupError):
@@ -123,6 +132,20 @@ def make_client(service: str, settings: Settings, max_attempts: int = 8) -> Any:
 
     config = Config(retries={"max_attempts": max_attempts, "mode": "adaptive"}, user_agent_extra="semif-workshop")
     return make_session(settings).client(service, endpoint_url=settings.aws_endpoint_url, config=config)
+
+
+RUNTIME_READ_TIMEOUT_S = 80.0  # the SageMaker SDK's runtime client; an invocation itself may take 60 s
+
+
+def runtime_client(settings: Settings, read_timeout_s: float = RUNTIME_READ_TIMEOUT_S) -> Any:
+    """The `sagemaker-runtime` client: an invocation is waited for 80 s (botocore's 60 s default cuts off a
+    60 s invocation) and never sent twice (retries would re-send a slow request, the cost multiplied;
+    botocore retries a read timeout like a connection error)."""
+    from botocore.config import Config
+
+    config = Config(read_timeout=read_timeout_s, connect_timeout=10, retries={"total_max_attempts": 1, "mode": "standard"},
+                    user_agent_extra="semif-workshop")
+    return make_session(settings).client("sagemaker-runtime", endpoint_url=settings.aws_endpoint_url, config=config)
 
 
 def get_region(settings: Settings) -> str:
@@ -203,11 +226,30 @@ def translate_aws_error(exc: BaseException, step: str = "this step") -> AwsSetup
         return AwsCredentialsError(
             f"{step}: AWS does not recognise these credentials ({code}). Check AWS_PROFILE / AWS_ACCESS_KEY_ID "
             "and the region, then run the cell again.")
+    if code in QUOTA_CODES:
+        return quota_error(step, code, error_message(exc))
     if code in DENIED_CODES:
         return AwsPermissionError(
             f"{step}: access denied: {error_message(exc)}. Attach {CALLER_POLICY} to your identity "
             "(notebook 01's permission check lists what is missing).")
     return None
+
+
+QUOTA_CODES = {"ResourceLimitExceeded", "AccountLimitExceededException"}
+_QUOTA_NAME = re.compile(r"limit '([^']+)' is (\d+)")
+
+
+def quota_error(step: str, code: str, message: str) -> AwsQuotaError:
+    """One line naming the quota (SageMaker puts it in quotes: 'ml.c6i.xlarge for endpoint usage') and where to raise it."""
+    found = _QUOTA_NAME.search(message)
+    if found:
+        what = f"the quota '{found.group(1)}' is {found.group(2)}"
+    elif code == "AccountLimitExceededException":
+        what = f"CodeBuild's concurrent-build quota is too low ({message.rstrip('.')})"
+    else:
+        what = f"an account quota is too low ({message.rstrip('.')})"
+    return AwsQuotaError(f"{step}: {what} ({code}). Request an increase in the Service Quotas console (it can take hours "
+                         "on a new account) or pick another instance type, then run the cell again")
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -43,6 +44,7 @@ from .clients import (
     make_session,
     poll_status,
     retry_while_role_propagates,
+    runtime_client,
 )
 from .dlc import GPU_INFERENCE_AMI, resolve_dlc_image_uri
 from .iamroles import resolve_execution_role
@@ -168,16 +170,69 @@ def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, setti
     return name
 
 
+# SageMaker refuses UpdateEndpoint in these states: wait them out first (a rerun of a cell mid-deploy).
+ENDPOINT_BUSY = ("Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting")
+# "DeleteEndpoint is the only operation that can be performed on a failed endpoint" (botocore's
+# DescribeEndpointOutput; UpdateRollbackFailed allows only deletion and weights): delete, then create again.
+ENDPOINT_DEAD = ("Failed", "UpdateRollbackFailed")
+
+
+def settle_endpoint(name: str, settings: Settings, *, timeout_s: float = 3600, log: Callable[[str], None] = print) -> dict[str, Any] | None:
+    """The endpoint's description once SageMaker would accept an update, or None when it does not exist (any
+    more): busy states are waited out, a Failed endpoint is deleted and its deletion waited out."""
+    sm = make_client("sagemaker", settings)
+    start = time.monotonic()
+    deleted = False
+    while True:
+        desc = _exists(lambda: sm.describe_endpoint(EndpointName=name))
+        status = desc and desc["EndpointStatus"]
+        if desc is None:
+            return None
+        if status in ENDPOINT_DEAD and not deleted:
+            log(f"endpoint {name} is {status} ({desc.get('FailureReason') or 'no reason given'}): SageMaker allows only "
+                "deleting it, so it is deleted and created again")
+            sm.delete_endpoint(EndpointName=name)
+            deleted = True
+        elif status not in ENDPOINT_BUSY and not deleted:
+            return desc
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"endpoint {name} still {status} after {timeout_s:.0f} s")
+        time.sleep(ENDPOINT_POLL_S)
+
+
+def _keep_autoscaling(name: str, old_config: str, new_config: str, settings: Settings, variant: str = "AllTraffic",
+                      log: Callable[[str], None] = print) -> bool:
+    """Whether an update must keep the variant's properties: an autoscaled variant keeps its scaled instance
+    count (`RetainAllVariantProperties`; without it the count resets to the config's). SageMaker refuses to
+    change an autoscaled variant's instance type, so then the scalable target is deregistered first."""
+    aas = make_client("application-autoscaling", settings)
+    resource = f"endpoint/{name}/variant/{variant}"
+    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[resource])["ScalableTargets"]
+    if not targets:
+        return False
+    sm = make_client("sagemaker", settings)
+    types = [sm.describe_endpoint_config(EndpointConfigName=c)["ProductionVariants"][0]["InstanceType"] for c in (old_config, new_config)]
+    if types[0] == types[1]:
+        return True
+    log(f"endpoint {name}: autoscaling deregistered to change the instance type {types[0]} -> {types[1]} "
+        "(SageMaker refuses that on an autoscaled variant); notebook 04 registers it again")
+    aas.deregister_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource,
+                                   ScalableDimension="sagemaker:variant:DesiredInstanceCount")
+    return False
+
+
 def ensure_endpoint(name: str, config_name: str, settings: Settings, state: WorkshopState) -> str:
-    """Endpoint `name` (sagemaker-core `Endpoint`) on `config_name`: created, updated in place, or left alone."""
+    """Endpoint `name` (sagemaker-core `Endpoint`) on `config_name`: created, updated in place, or left alone;
+    a Failed one is deleted and created again, a Creating/Updating one is waited out before its update."""
     from sagemaker.core.resources import Endpoint
 
-    current = _exists(lambda: Endpoint.get(endpoint_name=name, **_sdk(settings)))
+    current = settle_endpoint(name, settings)
     if current is None:
         Endpoint.create(endpoint_name=name, endpoint_config_name=config_name, tags=_sdk_tags(state), **_sdk(settings))
-    elif current.endpoint_config_name != config_name:
-        current.endpoint_config_name = config_name
-        current.update()
+    elif current["EndpointConfigName"] != config_name:
+        endpoint = Endpoint.get(endpoint_name=name, **_sdk(settings))
+        endpoint.endpoint_config_name = config_name
+        endpoint.update(retain_all_variant_properties=_keep_autoscaling(name, current["EndpointConfigName"], config_name, settings))
     state.record("sagemaker_endpoint", name, region=state.region)
     return name
 
@@ -254,14 +309,14 @@ def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopSt
 
 # ====================================================================== payloads and invocation
 def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> dict[str, Any]:
-    runtime = make_client("sagemaker-runtime", settings or load_settings())
+    runtime = runtime_client(settings or load_settings())
     resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json", Body=body)
     return json.loads(resp["Body"].read())
 
 
 def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | None = None, mode: str | None = None) -> dict[str, Any]:
     """POST a decision request to the adapter endpoint; `mode` rides in CustomAttributes (`mode=serial`)."""
-    runtime = make_client("sagemaker-runtime", settings or load_settings())
+    runtime = runtime_client(settings or load_settings())
     kwargs: dict[str, Any] = {"EndpointName": endpoint, "ContentType": "application/json", "Accept": "application/json", "Body": body}
     if mode:
         kwargs["CustomAttributes"] = f"mode={mode}"
@@ -271,7 +326,7 @@ def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | No
 
 def stream_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> Iterator[str]:
     """Text deltas from `invoke_endpoint_with_response_stream` (the DLC relays llama-server's SSE)."""
-    runtime = make_client("sagemaker-runtime", settings or load_settings())
+    runtime = runtime_client(settings or load_settings())
     resp = runtime.invoke_endpoint_with_response_stream(
         EndpointName=endpoint, ContentType="application/json", Accept="text/event-stream", Body=body)
     yield from iter_chat_deltas(iter_sse_events(iter_payload_parts(resp["Body"])))

@@ -1,0 +1,163 @@
+"""The attendee's walk when AWS fails (issue 22): a cell rerun after a Failed endpoint, a rerun while the endpoint
+is still Creating/Updating, an autoscaled endpoint redeployed, quota errors as one line, the runtime client's
+timeouts. moto's endpoints are InService at once and it has no UpdateEndpoint: the states SageMaker would
+report are scripted on botocore's event hooks of the one session every client (the SDK's too) comes from."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.aws import client_error
+
+
+class _Http:
+    status_code = 200
+    headers: dict = {}
+
+
+def _script(settings, statuses: list[str]) -> list[tuple]:
+    """DescribeEndpoint answers `statuses` first (then moto's own); UpdateEndpoint is answered here (moto has
+    none) and later describes show the config it moved to. Returns the calls in order."""
+    from semif_lib.aws.clients import make_session
+
+    calls: list[tuple] = []
+    events = make_session(settings).events
+
+    def describe(parsed, **_):
+        if "EndpointStatus" not in parsed:
+            return
+        if statuses:
+            parsed["EndpointStatus"] = statuses.pop(0)
+        updates = [c for c in calls if c[0] == "update"]
+        if updates:
+            parsed["EndpointConfigName"] = updates[-1][1]["EndpointConfigName"]
+        calls.append(("describe", parsed["EndpointStatus"]))
+
+    events.register("after-call.sagemaker.DescribeEndpoint", describe)
+    events.register("before-parameter-build.sagemaker.UpdateEndpoint", lambda params, **_: calls.append(("update", dict(params))))
+    events.register("before-call.sagemaker.UpdateEndpoint",
+                    lambda **_: (_Http(), {"EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/x"}))
+    for op in ("CreateEndpoint", "DeleteEndpoint"):
+        events.register(f"before-parameter-build.sagemaker.{op}", lambda params, op=op, **_: calls.append((op, params["EndpointName"])))
+    return calls
+
+
+@pytest.fixture
+def deployed(state, aws_settings, fake_gguf, monkeypatch):
+    from semif_lib.aws import deployment
+    from semif_lib.workshop import deploy_text_model, package_model
+
+    monkeypatch.setattr(deployment, "ENDPOINT_POLL_S", 0.01)
+    statuses: list[str] = []
+    calls = _script(aws_settings, statuses)  # before any client exists: the SDK caches its clients
+    package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
+    name = deploy_text_model(settings=aws_settings, state=state)
+    calls.clear()
+    return name, statuses, calls
+
+
+def test_a_failed_endpoint_is_deleted_and_created_again_on_rerun(deployed, state, aws_settings):
+    """SageMaker: "DeleteEndpoint is the only operation that can be performed on a failed endpoint"."""
+    from semif_lib.aws.clients import make_client
+    from semif_lib.workshop import deploy_text_model
+
+    deployed, statuses, calls = deployed
+    statuses.append("Failed")
+    assert deploy_text_model(settings=aws_settings, state=state) == deployed  # the unchanged rerun after a quota was raised
+    ops = [c[0] for c in calls if c[0] != "describe"]
+    assert ops == ["DeleteEndpoint", "CreateEndpoint"]
+    assert make_client("sagemaker", aws_settings).describe_endpoint(EndpointName=deployed)["EndpointStatus"] == "InService"
+
+
+def test_a_rerun_while_updating_waits_then_updates(deployed, state, aws_settings):
+    from semif_lib.workshop import deploy_text_model
+
+    _, statuses, calls = deployed
+    statuses.extend(["Updating", "Creating"])
+    deploy_text_model(settings=aws_settings, state=state, llama_settings={"ctx_size": 1024})  # a changed spec
+    first_update = next(i for i, c in enumerate(calls) if c[0] == "update")
+    assert [c[1] for c in calls[:first_update]][:2] == ["Updating", "Creating"]
+    assert calls[first_update - 1] == ("describe", "InService")  # the update is sent only once SageMaker accepts it
+    assert sum(c[0] == "update" for c in calls) == 1 and "DeleteEndpoint" not in [c[0] for c in calls]
+
+
+def _autoscale(settings, endpoint: str) -> None:
+    from semif_lib.aws.clients import make_client
+
+    make_client("application-autoscaling", settings).register_scalable_target(
+        ServiceNamespace="sagemaker", ResourceId=f"endpoint/{endpoint}/variant/AllTraffic",
+        ScalableDimension="sagemaker:variant:DesiredInstanceCount", MinCapacity=1, MaxCapacity=2)
+
+
+def test_an_autoscaled_endpoint_keeps_its_count_and_a_type_change_deregisters(deployed, state, aws_settings):
+    from semif_lib.aws.clients import make_client
+    from semif_lib.workshop import deploy_text_model
+
+    deployed, _, calls = deployed
+    deploy_text_model(settings=aws_settings, state=state, llama_settings={"ctx_size": 1024})
+    assert [c[1].get("RetainAllVariantProperties") for c in calls if c[0] == "update"] == [False]  # not autoscaled: plain update
+
+    _autoscale(aws_settings, deployed)
+    deploy_text_model(settings=aws_settings, state=state, llama_settings={"ctx_size": 2048})
+    assert [c[1].get("RetainAllVariantProperties") for c in calls if c[0] == "update"][-1] is True  # the scaled count is kept
+
+    bigger = aws_settings.model_copy(update={"instance_type": "ml.m5.xlarge"})
+    deploy_text_model(settings=bigger, state=state, llama_settings={"ctx_size": 2048})
+    assert [c[1].get("RetainAllVariantProperties") for c in calls if c[0] == "update"][-1] is False
+    aas = make_client("application-autoscaling", aws_settings)
+    assert aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"] == []  # deregistered before the type change
+
+
+# ------------------------------------------------------------------ quotas as one line
+@pytest.mark.parametrize(("code", "message", "expected"), [
+    ("ResourceLimitExceeded", "The account-level service limit 'ml.c6i.xlarge for endpoint usage' is 0 Instances, with current "
+     "utilization of 0 Instances and a request delta of 1 Instances. Please use AWS Service Quotas to request an increase for this quota.",
+     "quota 'ml.c6i.xlarge for endpoint usage' is 0"),
+    ("AccountLimitExceededException", "Cannot have more than 0 builds in queue for the account",
+     "CodeBuild's concurrent-build quota"),
+])
+def test_a_quota_error_is_one_line_naming_the_quota(code, message, expected):
+    from semif_lib.aws.clients import AwsQuotaError, aws_errors
+
+    with pytest.raises(AwsQuotaError) as info:
+        with aws_errors("deploy_text_model (02)"):
+            raise client_error(code, message, "CreateEndpoint")
+    text = str(info.value)
+    assert "\n" not in text and expected in text and "Service Quotas" in text, text
+    assert info.value.__cause__ is None
+
+
+# ------------------------------------------------------------------ the runtime client
+def test_the_runtime_client_waits_80_s_and_never_resends_a_slow_invocation(aws_credentials, aws_settings):
+    """A real HTTP server on 127.0.0.1 that answers too late: one request reaches it, not eight."""
+    import http.server
+    import threading
+    import time
+
+    from botocore.exceptions import ReadTimeoutError
+
+    from semif_lib.aws.clients import runtime_client
+
+    assert runtime_client(aws_settings).meta.config.read_timeout == 80
+    hits: list[str] = []
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            hits.append(self.path)
+            time.sleep(1.5)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        local = aws_settings.model_copy(update={"aws_endpoint_url": f"http://127.0.0.1:{server.server_port}"})
+        with pytest.raises(ReadTimeoutError):
+            runtime_client(local, read_timeout_s=0.5).invoke_endpoint(EndpointName="e", Body=b"{}", ContentType="application/json")
+        time.sleep(0.3)
+        assert len(hits) == 1
+    finally:
+        server.shutdown()
