@@ -60,7 +60,7 @@ def small_request(i: int) -> dict:
 
 
 def probabilities(body: dict) -> dict[tuple[str, str], float]:
-    return {(q, k): p for q, a in body["answers"].items() for k, p in a["probabilities"].items()}
+    return {(q, k): p for q, a in body["answers"].items() for k, p in (a.get("probabilities") or a["x_probabilities"]).items()}
 
 
 def assert_close(a: dict, b: dict, tol: float = MAX_ABS_DIFF) -> None:
@@ -89,12 +89,16 @@ def test_ping_models_and_execution_parameters(client):
 
 def test_openapi_document_comes_from_the_wire_models(client):
     doc = client.get("/openapi.json").json()
-    assert {"/ping", "/invocations", "/execution-parameters", "/v1/systemone", "/v1/models"} <= set(doc["paths"])
+    assert {"/ping", "/invocations", "/execution-parameters", "/v1/systemone", "/v1/models", "/v1/decisions"} <= set(doc["paths"])
     schemas = doc["components"]["schemas"]
-    assert {"DecisionRequest", "DecisionResponse", "ErrorBody", "ChoiceQuestion", "ScoreQuestion", "NoulQuestion"} <= set(schemas)
+    assert {"DecisionRequest", "DecisionResponse", "ErrorBody", "ValidationErrorBody", "OpenAIRequest", "OpenAIErrorBody",
+            "ChoiceQuestion", "ScoreQuestion", "NoulQuestion"} <= set(schemas)
     post = doc["paths"]["/invocations"]["post"]
-    assert post["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/DecisionRequest"}
-    assert {"200", "400", "413", "415", "503"} <= set(post["responses"])
+    assert post["requestBody"]["content"]["application/json"]["schema"] == {"anyOf": [  # either wire's body
+        {"$ref": "#/components/schemas/DecisionRequest"}, {"$ref": "#/components/schemas/OpenAIRequest"}]}
+    assert {"200", "400", "413", "415", "422", "503"} <= set(post["responses"])
+    decisions = doc["paths"]["/v1/decisions"]["post"]
+    assert decisions["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/OpenAIRequest"}
     assert schemas["DecisionRequest"]["properties"]["questions"]["maxProperties"] == 256
 
 
@@ -167,19 +171,19 @@ def _one(question: dict) -> bytes:
 
 
 BAD_JSON_BODIES = {
-    "malformed_json": (b'{"state": "s", "questions": ', 400, "body"),
-    "not_utf8": ('{"state": "caf\xe9", "questions": {}}'.encode("latin-1"), 400, "body"),
-    "not_an_object": (b"[1, 2, 3]", 400, "body"),
-    "empty_body": (b"", 400, "body"),
-    "unknown_question_type": (_one({"type": "maybe", "instructions": "?"}), 400, "questions.q"),
-    "no_questions": (json.dumps({"state": "s", "questions": {}}).encode(), 400, "questions"),
-    "empty_options": (json.dumps(_choice({})).encode(), 400, "questions.q.criteria"),
-    "empty_option_name": (json.dumps(_choice({"a": None, " ": None})).encode(), 400, "questions.q.criteria"),
+    "malformed_json": (b'{"state": "s", "questions": ', 422, "body"),
+    "not_utf8": ('{"state": "caf\xe9", "questions": {}}'.encode("latin-1"), 422, "body"),
+    "not_an_object": (b"[1, 2, 3]", 422, "body"),
+    "empty_body": (b"", 422, "body"),
+    "unknown_question_type": (_one({"type": "maybe", "instructions": "?"}), 422, "questions.q"),
+    "no_questions": (json.dumps({"state": "s", "questions": {}}).encode(), 422, "questions"),
+    "empty_options": (json.dumps(_choice({})).encode(), 422, "questions.q.criteria"),
+    "empty_option_name": (json.dumps(_choice({"a": None, " ": None})).encode(), 422, "questions.q.criteria"),
     "duplicate_options_json_keys": (
-        b'{"state": "s", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": {"a": null, "a": null}}}}', 400, "a"),
-    "duplicate_options_case": (json.dumps(_choice({"Yes": None, "yes": None})).encode(), 400, "questions.q.criteria"),
-    "score_one_level": (_one({"type": "score", "instructions": "?", "criteria": ["only"]}), 400, "questions.q.criteria"),
-    "score_eleven_levels": (_one({"type": "score", "instructions": "?", "criteria": [str(i) for i in range(11)]}), 400,
+        b'{"state": "s", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": {"a": null, "a": null}}}}', 422, "a"),
+    "duplicate_options_case": (json.dumps(_choice({"Yes": None, "yes": None})).encode(), 422, "questions.q.criteria"),
+    "score_one_level": (_one({"type": "score", "instructions": "?", "criteria": ["only"]}), 422, "questions.q.criteria"),
+    "score_eleven_levels": (_one({"type": "score", "instructions": "?", "criteria": [str(i) for i in range(11)]}), 422,
                             "questions.q.criteria"),
     "options_without_clean_answer_tokens": (json.dumps(_choice({"\t\tyes": None, "no": None}, readout="sequence")).encode(), 400,
                                             "questions.q.criteria"),
@@ -187,7 +191,8 @@ BAD_JSON_BODIES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_JSON_BODIES))
-def test_bad_input_is_400(client, case):
+def test_bad_input_is_422_or_400(client, case):
+    """A body that fails validation is Jev's 422 with detail[]; one the model cannot serve (answer tokens) a 400."""
     body, status, field = BAD_JSON_BODIES[case]
     assert_error(client.post("/invocations", content=body, headers={"Content-Type": "application/json"}), status, field)
 
@@ -278,7 +283,7 @@ def test_concurrent_clients_match_single_client(server, client, examples):
 
     for case, response, ref in zip(cases, responses, reference):
         if case[0] == "bad":
-            assert_error(response, 400)
+            assert_error(response, 422)  # one option: Jev's validation error
             continue
         assert response.status_code == 200, response.text
         got = bodies(case, response)
