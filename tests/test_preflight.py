@@ -245,3 +245,58 @@ def test_studio_default_role_packages_into_the_default_bucket(aws, aws_settings,
                                "(delete it in the S3 console, or attach container/iam/workshop-caller-policy.json)"]
 
     as_studio()
+
+
+# ------------------------------------------------------------------ issue 22: the check per step, rows in context
+def test_each_step_stops_only_on_its_own_rows(aws, aws_settings, fake_gguf, monkeypatch):
+    """Studio's default role (moto's AmazonSageMakerFullAccess document, enforced on S3 and IAM): notebook 01's step
+    passes and says which later steps will stop; step 03 stops on CodeBuild, in one line naming the actions and the fix."""
+    from moto.core import set_initial_no_auth_action_count
+
+    from semif_lib import workshop
+    from semif_lib.aws.clients import AwsPermissionError
+
+    _studio_default_role_credentials(monkeypatch, aws_settings)
+
+    @set_initial_no_auth_action_count(0)
+    def as_studio():
+        st = workshop.load_state(aws_settings)
+        check = workshop.check_permissions(settings=aws_settings, state=st, log=lambda _: None)
+        warnings: list[str] = []
+        check.require(step="01", log=warnings.append)  # does not raise: 01's rows are S3 in a *sagemaker* bucket
+        assert any(w.startswith("warning: step 03 image build will stop on ") and "codebuild:BatchGetProjects" in w for w in warnings)
+        assert not any("step 01" in w for w in warnings)
+        assert workshop.package_model(fake_gguf, settings=aws_settings, state=st, progress=False)["uploaded"]
+        with pytest.raises(AwsPermissionError) as info:
+            check.require(step="03", log=None)
+        message = str(info.value)
+        assert "\n" not in message and message.startswith("step 03 image build: ")
+        assert "codebuild:BatchGetProjects" in message and "workshop-caller-policy.json" in message
+        with pytest.raises(AwsPermissionError):
+            check.require(log=None)  # every step: the old behaviour
+
+    as_studio()
+
+
+def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path, monkeypatch):
+    """SEMIF_ROLE_ARN set, or inside Studio: no semif-sagemaker-<run> role is made, so its IAM rows go;
+    iam:PassRole stays, on the role that is passed."""
+    from semif_lib import workshop
+    from semif_lib.aws import iamroles, preflight
+
+    role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
+    given = aws_settings.model_copy(update={"role_arn": role})
+    check = preflight.check_permissions(given, workshop.load_state(given))
+    sagemaker_role_rows = [r for r in check.rows if "semif-sagemaker-" in r["resource"] and ":role/" in r["resource"]]
+    assert sagemaker_role_rows == []
+    passes = [r for r in check.rows if r["action"] == "iam:PassRole"]
+    assert [r["resource"] for r in passes if r["step"].startswith("02")] == [role]
+    assert len(check.rows) == len(preflight.NEEDS) - 4
+
+    metadata = tmp_path / "resource-metadata.json"
+    metadata.write_text("{}")
+    monkeypatch.setattr(iamroles, "STUDIO_METADATA_FILE", str(metadata))
+    studio = preflight.check_permissions(aws_settings, workshop.load_state(aws_settings))
+    assert [r["resource"] for r in studio.rows if r["action"] == "iam:PassRole" and r["step"].startswith("02")] == [
+        "arn:aws:iam::123456789012:role/service-role/*"]
+    assert len(studio.rows) == len(preflight.NEEDS) - 4

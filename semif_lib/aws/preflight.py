@@ -18,6 +18,7 @@ No call here creates, changes or deletes anything.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -148,10 +149,24 @@ class PermissionCheck:
             line += f". Attach container/iam/{CALLER_POLICY}.json (aws.preflight.caller_policy(settings)) before running the AWS steps"
         return line
 
-    def require(self) -> None:
-        """Raise `AwsPermissionError` (the summary, one line) when a needed action is denied."""
-        if self.missing:
-            raise AwsPermissionError(self.summary())
+    def require(self, step: str | None = None, log: Callable[[str], None] | None = print) -> None:
+        """Raise `AwsPermissionError` (one line) when an action of `step` ("01", "02", ...; None: every step) is
+        denied. Denials of other steps do not stop this one: each is logged as a warning line, and the
+        notebook of that step stops on it."""
+        here = [r for r in self.missing if step is None or r["step"].startswith(step)]
+        later: dict[str, list[str]] = {}
+        for row in self.missing:
+            if row not in here:
+                later.setdefault(row["step"], []).append(row["action"])
+        for other, actions in later.items():
+            if log:
+                log(f"warning: step {other} will stop on {', '.join(sorted(set(actions)))} (denied); "
+                    f"attach container/iam/{CALLER_POLICY}.json before it")
+        if here:
+            actions = ", ".join(sorted({r["action"] for r in here}))
+            raise AwsPermissionError(
+                f"step {here[0]['step']}: {self.principal} may not {actions} ({here[0]['how']}). Attach container/iam/{CALLER_POLICY}.json "
+                "(aws.preflight.caller_policy(settings)) to this identity (in Studio: the execution role), or ask your event team")
 
     def __str__(self) -> str:
         mark = {True: "yes", False: "NO", None: "?"}
@@ -164,8 +179,9 @@ def check_permissions(settings: Settings, state: WorkshopState) -> PermissionChe
     require_dlc_region(get_region(settings))
     values = _values(settings, state)
     principal = caller_principal(settings)
-    rows = [{"step": n.step, "action": n.action, "resource": n.resource.format(**values), "allowed": None, "how": ""} for n in NEEDS]
-    decisions = simulate(settings, principal, rows)
+    needs = needs_in_context(settings, state)
+    rows = [{"step": n.step, "action": n.action, "resource": n.resource.format(**values), "allowed": None, "how": ""} for n in needs]
+    decisions = simulate(settings, principal, rows, needs)
     if decisions is not None:
         for row in rows:
             row["allowed"], row["how"] = decisions[(row["action"], row["resource"])], "simulated"
@@ -175,6 +191,28 @@ def check_permissions(settings: Settings, state: WorkshopState) -> PermissionChe
         probe = probes.get(row["action"])
         row["allowed"], row["how"] = probe() if probe else (None, "not checked: no dry call, and no iam:SimulatePrincipalPolicy")
     return PermissionCheck(principal, "dry calls", rows)
+
+
+SAGEMAKER_ROLE_ROWS = ("iam:GetRole", "iam:CreateRole", "iam:TagRole", "iam:PutRolePolicy")
+
+
+def needs_in_context(settings: Settings, state: WorkshopState) -> list[Need]:
+    """`NEEDS` less the rows this identity will not use here: with `SEMIF_ROLE_ARN` set, inside Studio or a
+    notebook instance (the notebook's own role), or with a role already chosen, no `semif-sagemaker-<run>`
+    role is made, so only `iam:PassRole` on that role remains."""
+    from .iamroles import STUDIO_METADATA_FILE
+
+    given = settings.role_arn or state.get("execution_role_arn")
+    if not given and not os.path.exists(STUDIO_METADATA_FILE):
+        return list(NEEDS)
+    kept: list[Need] = []
+    for need in NEEDS:
+        if "semif-sagemaker-" in need.resource and need.resource.startswith(_ROLE):
+            if need.action in SAGEMAKER_ROLE_ROWS:
+                continue
+            need = Need(need.step, need.action, given or f"{_ROLE}/service-role/*", need.context)
+        kept.append(need)
+    return kept
 
 
 def caller_principal(settings: Settings) -> str:
@@ -191,11 +229,12 @@ def caller_principal(settings: Settings) -> str:
         return role_arn.replace(":role/", ":role/service-role/") if "AmazonSageMaker-ExecutionRole" in name else role_arn
 
 
-def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]]) -> dict[tuple[str, str], bool] | None:
+def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]],
+             needs: list[Need] | None = None) -> dict[tuple[str, str], bool] | None:
     """`iam:SimulatePrincipalPolicy` for every row (grouped by resource and condition keys); None if not allowed."""
     iam = make_client("iam", settings, max_attempts=2)  # a simulation that fails falls back to dry calls at once
     groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
-    for need, row in zip(NEEDS, rows):
+    for need, row in zip(needs or NEEDS, rows):
         groups.setdefault((row["resource"], need.context), []).append(row["action"])
     decisions: dict[tuple[str, str], bool] = {}
     try:
