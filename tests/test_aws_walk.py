@@ -161,3 +161,27 @@ def test_the_runtime_client_waits_80_s_and_never_resends_a_slow_invocation(aws_c
         assert len(hits) == 1
     finally:
         server.shutdown()
+
+
+# ------------------------------------------------------------------ Batch Transform: the adapter's deadline follows the job's
+def test_a_transform_container_waits_as_long_as_the_transform(state, aws_settings, monkeypatch):
+    """A 6 MB MultiRecord mini-batch may take most of InvocationsTimeoutInSeconds (3600 s); the adapter's own deadline
+    (2 x SEMIF_REQUEST_TIMEOUT_S, 110 s by default) moves just inside it through CreateTransformJob.Environment."""
+    from semif_lib.aws import scaling
+    from semif_lib.aws.clients import make_client
+    from semif_lib.serving.routes import ANSWER_DEADLINE_FACTOR
+    from semif_lib.settings import Settings, load_settings
+
+    assert scaling.ADAPTER_DEADLINE_FACTOR == ANSWER_DEADLINE_FACTOR
+    sm = make_client("sagemaker", aws_settings)
+    sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                    PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"})
+    job = scaling.create_batch_transform("m", "s3://b/in/", "s3://b/out/", settings=aws_settings, state=state)
+    desc = sm.describe_transform_job(TransformJobName=job)
+    wait = desc["ModelClientConfig"]["InvocationsTimeoutInSeconds"]
+    for key, value in desc["Environment"].items():
+        monkeypatch.setenv(key, value)
+    inside = load_settings()  # as the container reads its Environment
+    deadline = ANSWER_DEADLINE_FACTOR * inside.request_timeout_s
+    assert wait == 3600 and 3000 < deadline < wait
+    assert ANSWER_DEADLINE_FACTOR * Settings().request_timeout_s == 110  # what the endpoint keeps (SageMaker's 60 s)

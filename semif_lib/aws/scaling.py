@@ -5,7 +5,8 @@ one POST (`BatchStrategy=MultiRecord`, `application/jsonlines`); the adapter ans
 with one response per line, which `AssembleWith=Line` joins into `<input name>.out`. The job runs
 on the image variant's hardware: x86 CPU, or a GPU instance with the GPU batch AMI for cuda; arm64
 is refused (Batch Transform has no Graviton instances). `ModelClientConfig` gives each mini-batch
-an hour, not the default 600 s.
+an hour, not the default 600 s, and the job's `Environment` moves the adapter's own deadline
+(2 x `SEMIF_REQUEST_TIMEOUT_S`, 110 s by default) to just inside that hour.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ JSONLINES = "application/jsonlines"
 MAX_PAYLOAD_MB = 6  # one mini-batch per POST, SageMaker's real-time payload limit (the adapter's body limit)
 INVOCATION_TIMEOUT_S = 3600  # ModelClientConfig: a 6 MB mini-batch on a bigger model outlasts the default 600 s
 INVOCATION_RETRIES = 1
+# The adapter answers 503 after ANSWER_DEADLINE_FACTOR x SEMIF_REQUEST_TIMEOUT_S (serving.routes; 2 x 55 s = 110 s,
+# fitted to a real-time endpoint's 60 s). In a transform job SageMaker waits InvocationsTimeoutInSeconds, so the
+# job's container gets a request timeout that puts the adapter's deadline just inside that wait.
+ADAPTER_DEADLINE_FACTOR = 2
+DEADLINE_MARGIN_S = 30
+
+
+def transform_environment(invocation_timeout_s: int) -> dict[str, str]:
+    """`CreateTransformJob.Environment`: the adapter's deadline follows the transform's invocation timeout."""
+    return {"SEMIF_REQUEST_TIMEOUT_S": f"{max(invocation_timeout_s - DEADLINE_MARGIN_S, 1) / ADAPTER_DEADLINE_FACTOR:g}"}
 
 
 def transform_resources(settings: Settings, instance_type: str | None = None, instance_count: int = 1) -> dict[str, Any]:
@@ -62,6 +73,7 @@ def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: st
         MaxConcurrentTransforms=max_concurrent,
         MaxPayloadInMB=max_payload_mb,
         ModelClientConfig={"InvocationsTimeoutInSeconds": invocation_timeout_s, "InvocationsMaxRetries": INVOCATION_RETRIES},
+        Environment=transform_environment(invocation_timeout_s),
         BatchStrategy="MultiRecord",
         TransformInput={
             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": input_s3_uri}},
