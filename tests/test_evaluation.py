@@ -68,7 +68,8 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     subset.write_text("\n".join(lines) + "\n")
     report_path, cal_path = tmp_path / "report.json", tmp_path / "cal.json"
     rc = main(["eval", str(subset), "--calibrate", "--folds", "2", "--permute", "2", "--debias", "--bootstrap", "20",
-               "--output", str(report_path), "--calibration-out", str(cal_path), "--threads", "1", "--n-ctx", "2048", "--quiet"])
+               "--coverage", "0.5", "--max-error", "0.5", "--output", str(report_path), "--calibration-out", str(cal_path),
+               "--threads", "1", "--n-ctx", "2048", "--quiet"])
     assert rc == 0
     out = capsys.readouterr().out
     assert "calibrated_oof" in out and "json_generation" in out and "flip rate" in out
@@ -93,8 +94,30 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     with DecisionEngine(settings) as engine:
         request = json.loads(lines[0])
         answer = engine.score(request).answers["queue"]
-    assert answer.calibrated is True and set(answer.raw_probabilities) == set(answer.probabilities)
+    assert answer.x_calibrated is True and set(answer.x_raw_probabilities) == set(answer.probabilities)
     assert sum(answer.probabilities.values()) == pytest.approx(1.0)
+    _check_prediction_sets(report, doc, decisions, priors, answer)
+
+
+def _check_prediction_sets(report, doc, decisions, priors, answer):
+    """The file's set and abstention rules: fitted on what it serves, reproduced there, and served with the argmax."""
+    from semif_lib.decision.conformal import predict_set
+    from semif_lib.measurement.prediction_sets import served_probabilities
+
+    assert set(report["prediction_sets"]["by_kind"]) == {"choice", "score"}
+    assert report["command"].count("--coverage 0.5") == 1
+    probs = served_probabilities(decisions, doc["temperatures"], priors)
+    for kind, rule in doc["prediction_sets"].items():
+        rows = [i for i, d in enumerate(decisions) if d.kind == kind]
+        covered = [decisions[i].label in predict_set(probs[i], kind, rule["q"]) for i in rows]
+        assert sum(covered) / len(rows) >= rule["target_coverage"] == 0.5
+        answered = [i for i in rows if max(probs[i]) >= doc["abstention"][kind]["min_confidence"]]
+        wrong = sum(int(probs[i].argmax()) != decisions[i].label for i in answered)
+        assert wrong <= 0.5 * len(answered)
+    extra = answer.model_extra or {}
+    top = max(answer.probabilities, key=answer.probabilities.get)
+    assert top in extra["x_prediction_set"] and extra["x_prediction_coverage"] == 0.5
+    assert isinstance(extra["x_abstain"], bool)
 
 
 @pytest.mark.model  # DecisionEngine on the embedded GGUF, refused after hashing it

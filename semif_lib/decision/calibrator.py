@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import SemifError
 from ..modelfile import hash_file
+from .conformal import Abstention, ConformalThreshold, predict_set
 from .prompt import PROMPT_VERSION, QuestionPlan
 from .readout import build_answer, softmax
 
@@ -87,7 +88,18 @@ def read_calibration(path: Path | str) -> dict[str, Any]:
     temps = doc.get("temperatures")
     if not isinstance(temps, dict) or any(k not in KINDS or not isinstance(v, (int, float)) or v <= 0 for k, v in temps.items()):
         raise CalibrationError(f"calibration file {path}: temperatures must map noul/choice/score to positive numbers", field="calibration")
+    _check_rules(doc, path)
     return doc
+
+
+def _check_rules(doc: dict[str, Any], path: Path) -> None:
+    """The optional `prediction_sets` ({kind: {q, target_coverage}}) and `abstention` ({kind: {min_confidence, target_error}})."""
+    for section, number, bound in (("prediction_sets", "q", "target_coverage"), ("abstention", "min_confidence", "target_error")):
+        rules = doc.get(section) or {}
+        for kind, rule in (rules.items() if isinstance(rules, dict) else [("?", None)]):
+            if kind not in KINDS or not isinstance(rule, dict) or not all(isinstance(rule.get(k), (int, float)) for k in (number, bound)):
+                raise CalibrationError(f"calibration file {path}: {section} must map noul/choice/score to "
+                                       f"{{{number}, {bound}}} numbers (refit with `semif eval --calibrate`)", field="calibration")
 
 
 @dataclass
@@ -98,6 +110,8 @@ class Calibrator:
     priors: dict[str, list[float]] = field(default_factory=dict)
     path: str = ""
     model_sha256: str = ""
+    prediction_sets: dict[str, ConformalThreshold] = field(default_factory=dict)
+    abstention: dict[str, Abstention] = field(default_factory=dict)
 
     def apply(self, plan: QuestionPlan, logits: np.ndarray, probs: np.ndarray, mass: float) -> Any:
         """The System One answer with calibrated probabilities; the raw ones ride in `x_raw_probabilities`."""
@@ -112,7 +126,19 @@ class Calibrator:
         answer.x_calibrated = True
         answer.x_temperature = temperature
         answer.x_debiased = prior is not None
+        self._add_rules(plan, calibrated, answer)
         return answer
+
+    def _add_rules(self, plan: QuestionPlan, probs: np.ndarray, answer: Any) -> None:
+        """`x_prediction_set` (and the coverage it was fitted for) and `x_abstain`, where the file has them."""
+        threshold = self.prediction_sets.get(plan.kind)
+        if threshold is not None:
+            chosen = predict_set(probs, plan.kind, threshold.q)
+            answer.x_prediction_set = [int(plan.keys[i]) if plan.kind == "score" else plan.keys[i] for i in chosen]
+            answer.x_prediction_coverage = threshold.target_coverage
+        rule = self.abstention.get(plan.kind)
+        if rule is not None:
+            answer.x_abstain = rule.abstains(probs)
 
 
 def load_calibration(path: Path | str, model_path: Path | str | None = None, model_sha256: str | None = None) -> Calibrator:
@@ -142,4 +168,9 @@ def load_calibration(path: Path | str, model_path: Path | str | None = None, mod
         priors={k: list(v) for k, v in (doc.get("priors") or {}).items()},
         path=str(path),
         model_sha256=str(doc.get("model_sha256")),
+        prediction_sets={k: ConformalThreshold(k, float(v["q"]), float(v["target_coverage"]), int(v.get("n", 0)))
+                         for k, v in (doc.get("prediction_sets") or {}).items()},
+        abstention={k: Abstention(k, float(v["min_confidence"]), float(v["target_error"]), float(v.get("answered_share", 0.0)),
+                                  float(v.get("answered_error", 0.0)), int(v.get("n", 0)))
+                    for k, v in (doc.get("abstention") or {}).items()},
     )

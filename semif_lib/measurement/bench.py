@@ -126,6 +126,9 @@ def register_cli(sub: Any) -> None:
     from .peer import register_cli as register_peer
 
     register_peer(which)  # semif bench peer: semif serve against the text DLC's llama-server (starts both servers)
+    from .rotations import register_cli as register_rotations
+
+    register_rotations(which)  # semif bench rotations: x_debias rotations against plain choice questions
     for p in (modes, rvg, res):
         add_engine_arguments(p)
         p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")

@@ -1,0 +1,152 @@
+"""`semif bench rotations`: what `x_debias: "rotations"` buys and what it costs, side by side in one run.
+
+On the labeled sets' choice questions, each request is sent four ways: plain and debiased, each in
+the request's option order and with the options shifted by one place. The shifted copies measure
+the order effect: the share of questions whose answer changes when only the listing order
+changes (the flip rate), before and after. Accuracy comes from the labels. The cost is the
+debiased request's time against the plain one's, both from a cold prefix cache, alternating which
+goes first; only branch tokens are added, since the rotations fork off the same prefix. The
+labeled states are a sentence or two and the options a paragraph, so there the branches are most
+of the work; a second phase measures the cost where the design is meant to pay, on the workload's
+long states asked their 21 questions plus one choice question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..arguments import add_engine_arguments, engine_overrides
+from ..decision.prompt import rotate_criteria
+from ..decision.schema import DEFAULT_ROTATIONS
+from .labeled import LabeledItem, read_labeled
+
+if TYPE_CHECKING:
+    from ..decision.engine import DecisionEngine
+
+__all__ = ["COST_TARGET", "register_cli", "run_long_states", "run_rotations"]
+
+LONG_STATES = 8
+COST_TARGET = 1.3  # issue: a K = 4 request costs at most 1.3x the plain one on the same states
+LABELED = ("data/labeled/routing.jsonl", "data/labeled/tools.jsonl", "data/labeled/code_search.jsonl")
+
+
+def _choice_request(item: LabeledItem, shift: int, debias: bool, rotations: int) -> dict[str, Any]:
+    asked = item.request["questions"]
+    questions = {}
+    for qid in item.labels:
+        q = asked[qid]
+        if q.get("type") != "choice":
+            continue
+        q = {**q, "criteria": rotate_criteria(q["criteria"], shift)}
+        questions[qid] = {**q, "x_debias": "rotations", "x_rotations": rotations} if debias else q
+    return {"state": item.request["state"], "questions": questions}
+
+
+def _timed(engine: "DecisionEngine", request: dict[str, Any]) -> tuple[Any, float]:
+    engine.clear_cache()  # both variants cold: the prefill is in both, the rotations add only branches
+    started = time.perf_counter()
+    response = engine.score(request)
+    return response, time.perf_counter() - started
+
+
+def run_rotations(engine: "DecisionEngine", items: Sequence[LabeledItem], rotations: int = DEFAULT_ROTATIONS,
+                  progress: bool = True) -> dict[str, Any]:
+    """Flip rate, accuracy and seconds for plain against rotated choice questions on `items`."""
+    from tqdm.auto import tqdm
+
+    seconds = {"plain": 0.0, "rotations": 0.0}
+    tally = {"questions": 0, "flips_plain": 0, "flips_rotations": 0, "correct_plain": 0, "correct_rotations": 0, "labeled": 0}
+    usable = [it for it in items if _choice_request(it, 0, False, rotations)["questions"]]
+    for n, item in enumerate(tqdm(usable, desc="bench rotations", unit="req", file=sys.stderr, disable=not progress)):
+        variants = ("plain", "rotations") if n % 2 == 0 else ("rotations", "plain")
+        answers = {}
+        for variant in variants:
+            response, took = _timed(engine, _choice_request(item, 0, variant == "rotations", rotations))
+            seconds[variant] += took
+            shifted = engine.score(_choice_request(item, 1, variant == "rotations", rotations))
+            answers[variant] = (response.answers, shifted.answers)
+        for qid in answers["plain"][0]:
+            tally["questions"] += 1
+            for variant in ("plain", "rotations"):
+                first, second = answers[variant]
+                tally[f"flips_{variant}"] += first[qid].choice != second[qid].choice
+                if qid in item.labels:
+                    tally[f"correct_{variant}"] += first[qid].choice == item.labels[qid]
+            tally["labeled"] += qid in item.labels
+    return _summarise(tally, seconds, len(usable), rotations)
+
+
+def _summarise(tally: dict[str, int], seconds: dict[str, float], requests: int, rotations: int) -> dict[str, Any]:
+    q = max(1, tally["questions"])
+    cost = seconds["rotations"] / seconds["plain"] if seconds["plain"] else None
+    return {
+        "requests": requests, "choice_questions": tally["questions"], "rotations": rotations,
+        "flip_rate": {"plain": tally["flips_plain"] / q, "rotations": tally["flips_rotations"] / q},
+        "accuracy": {v: tally[f"correct_{v}"] / max(1, tally["labeled"]) for v in ("plain", "rotations")},
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "decisions_per_s": {k: round(tally["questions"] / v, 3) if v else None for k, v in seconds.items()},
+        "cost_ratio": round(cost, 3) if cost else None,
+        "target": {"cost_ratio_at_most": COST_TARGET, "met": bool(cost and cost <= COST_TARGET)},
+    }
+
+
+TOPIC = {"type": "choice", "instructions": "Which area does this text mostly concern?",
+         "criteria": {"people": "who is involved and how they behave", "money": "costs, prices, payments",
+                      "technology": "systems, tools, software", "rules": "policies, laws, obligations"}}
+
+
+def run_long_states(engine: "DecisionEngine", states: Sequence[dict[str, Any]], rotations: int = DEFAULT_ROTATIONS,
+                    progress: bool = True) -> dict[str, Any]:
+    """The cost on long states asked many questions: each state's own questions plus one choice, plain or rotated."""
+    from tqdm.auto import tqdm
+
+    seconds = {"plain": 0.0, "rotations": 0.0}
+    for n, record in enumerate(tqdm(states, desc="bench rotations (long states)", unit="state", file=sys.stderr, disable=not progress)):
+        for variant in ("plain", "rotations") if n % 2 == 0 else ("rotations", "plain"):
+            topic = {**TOPIC, "x_debias": "rotations", "x_rotations": rotations} if variant == "rotations" else TOPIC
+            _, took = _timed(engine, {"state": record["state"], "questions": {**record["questions"], "topic": topic}})
+            seconds[variant] += took
+    cost = seconds["rotations"] / seconds["plain"] if seconds["plain"] else None
+    return {"states": len(states), "questions_per_state": len(states[0]["questions"]) + 1 if states else 0,
+            "seconds": {k: round(v, 3) for k, v in seconds.items()}, "cost_ratio": round(cost, 3) if cost else None,
+            "target": {"cost_ratio_at_most": COST_TARGET, "met": bool(cost and cost <= COST_TARGET)}}
+
+
+def command_rotations(args: argparse.Namespace) -> int:
+    from ..decision.engine import DecisionEngine
+    from ..modelfile import hash_file
+    from ..settings import load_settings
+    from .workload import describe_machine, load_workload
+
+    items = read_labeled(args.input, limit=args.limit)
+    with DecisionEngine(load_settings(**engine_overrides(args))) as engine:
+        summary = run_rotations(engine, items, args.rotations, progress=not args.quiet)
+        summary["long_states"] = run_long_states(engine, load_workload(states=args.states), args.rotations, progress=not args.quiet)
+        summary["model"] = {"file": engine.model_path.name, "sha256": hash_file(engine.model_path)}
+        summary["machine"] = describe_machine(engine.settings)
+    summary["command"] = " ".join(["semif bench rotations", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "rotations"] else None
+    shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "target", "long_states")
+    print(json.dumps({k: summary[k] for k in shown}, indent=2))
+    output = args.output or Path("results/bench/rotations.json")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {output}", file=sys.stderr)
+    return 0
+
+
+def register_cli(which: Any) -> None:
+    p = which.add_parser("rotations", help="x_debias rotations against plain choice questions: flip rate, accuracy, cost (one run)")
+    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in LABELED], help="labeled JSON Lines with choice questions")
+    p.add_argument("--rotations", type=int, default=DEFAULT_ROTATIONS, help=f"orders per question (default {DEFAULT_ROTATIONS})")
+    p.add_argument("--limit", type=int, help="first N lines of each file")
+    p.add_argument("--states", type=int, default=LONG_STATES,
+                   help=f"long workload states for the cost on many questions (default {LONG_STATES})")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/rotations.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_engine_arguments(p)
+    p.set_defaults(func=command_rotations)

@@ -1,0 +1,90 @@
+"""x_debias "rotations": cyclic option orders as extra branches on one prefix, averaged (real model).
+
+The embedded SmolLM2 prefers a letter position over the options' content, which is exactly the
+bias rotations are for: on a question whose options say nothing apart, the plain answer follows
+the position and the rotated one does not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.model
+
+STATE = "The customer writes: I was charged twice for my subscription this month and want my money back."
+OPTIONS = {"billing": "payments, refunds", "technical": "bugs and outages", "sales": "new plans", "legal": "contracts"}
+
+
+def _choice(criteria, **extra):
+    return {"type": "choice", "instructions": "Which team should handle this ticket?", "criteria": criteria, **extra}
+
+
+def _rotated(criteria, shift):
+    items = list(criteria.items())
+    return dict(items[shift:] + items[:shift])
+
+
+def test_rotations_on_one_prefix_average_the_orders_scored_apart(engine):
+    """The debiased answer is the mean of the four orders, each as if sent alone (within llama.cpp's tolerance)."""
+    debiased = engine.score({"state": STATE, "questions": {"queue": _choice(OPTIONS, x_debias="rotations")}})
+    engine.check_invariants()
+    answer = debiased.answers["queue"]
+    extra = answer.model_extra or {}
+    apart = [engine.score({"state": STATE, "questions": {"queue": _choice(_rotated(OPTIONS, k))}}).answers["queue"] for k in range(4)]
+    for name in OPTIONS:
+        mean = np.mean([a.probabilities[name] for a in apart])
+        assert answer.probabilities[name] == pytest.approx(mean, abs=0.02)
+    assert extra["x_debias"] == "rotations"
+    assert extra["x_rotation_choices"] == [a.choice for a in apart]
+    assert extra["x_rotation_agreement"] == sum(a.choice == answer.choice for a in apart) / 4
+    assert list(answer.probabilities) == list(OPTIONS)  # reported in the request's order
+    assert sum(answer.probabilities.values()) == pytest.approx(1.0)
+    dumped = debiased.model_dump(mode="json", by_alias=True)
+    assert dumped["answers"]["queue"]["x_debias"] == "rotations"
+
+
+def test_rotations_move_a_position_bias_off_the_answer(engine):
+    """Options that say nothing apart: the plain answer follows a position, the rotated one spreads evenly."""
+    blank = {name: "a team" for name in ("north", "south", "east", "west")}
+    plain = engine.score({"state": STATE, "questions": {"q": _choice(blank)}}).answers["q"]
+    rotated = engine.score({"state": STATE, "questions": {"q": _choice(blank, x_debias="rotations")}}).answers["q"]
+    votes = rotated.model_extra["x_rotation_choices"]
+    positions = [list(_rotated(blank, k)).index(v) for k, v in enumerate(votes)]
+    assert len(set(positions)) == 1, positions  # every order's answer sits at the same position...
+    assert len(set(votes)) == 4  # ...so it names a different option each time
+    spread = lambda a: max(a.probabilities.values()) - min(a.probabilities.values())
+    assert spread(rotated) < spread(plain) / 2, (plain.probabilities, rotated.probabilities)
+
+
+def test_rotations_are_validated_and_counted_as_branches(engine):
+    from semif_lib.decision.schema import MAX_ROTATIONS
+    from semif_lib.errors import SemifError
+
+    with pytest.raises(SemifError) as bad:
+        engine.score({"state": STATE, "questions": {"q": _choice(OPTIONS, x_debias="rotations", x_rotations=MAX_ROTATIONS + 1)}})
+    assert bad.value.status_code == 422 and "x_rotations" in str(bad.value)  # a validation error, as Jev shapes it
+    with pytest.raises(SemifError):
+        engine.score({"state": STATE, "questions": {"q": _choice(OPTIONS, x_debias="shuffle")}})
+    two = engine.score({"state": STATE, "questions": {"q": _choice({"yes": None, "no": None}, x_debias="rotations")}}).answers["q"]
+    assert len(two.model_extra["x_rotation_choices"]) == 2  # at most one order per option
+    engine.check_invariants()
+
+
+def test_bench_rotations_counts_flips_and_accuracy_on_labeled_requests(engine):
+    """The benchmark's books on two labeled requests (its timings are the results file's business, not a test's)."""
+    from semif_lib.measurement.labeled import read_labeled
+    from semif_lib.measurement.rotations import run_rotations
+
+    from support.paths import DATA
+
+    items = read_labeled([DATA / "labeled" / "routing.jsonl"], limit=2)
+    summary = run_rotations(engine, items, rotations=4, progress=False)
+    assert summary["requests"] == 2 and summary["choice_questions"] == 2
+    for variant in ("plain", "rotations"):
+        assert summary["flip_rate"][variant] in (0.0, 0.5, 1.0)
+        assert summary["accuracy"][variant] in (0.0, 0.5, 1.0)
+        assert summary["seconds"][variant] > 0
+    right = sum(engine.score(item.request).answers["queue"].choice == item.labels["queue"] for item in items)
+    assert summary["accuracy"]["plain"] == pytest.approx(right / 2)  # the plain variant is the request as labeled
+    engine.check_invariants()
