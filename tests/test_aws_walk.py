@@ -5,6 +5,8 @@ report are scripted on botocore's event hooks of the one session every client (t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from support.aws import client_error
@@ -185,3 +187,56 @@ def test_a_transform_container_waits_as_long_as_the_transform(state, aws_setting
     deadline = ANSWER_DEADLINE_FACTOR * inside.request_timeout_s
     assert wait == 3600 and 3000 < deadline < wait
     assert ANSWER_DEADLINE_FACTOR * Settings.model_fields["request_timeout_s"].default == 110  # what an endpoint keeps (60 s limit)
+
+
+# ------------------------------------------------------------------ quotas in the preflight
+def _answer_quotas(settings, answer) -> None:
+    """moto 5.2.5 has no ListServiceQuotas (only ListAWSDefaultServiceQuotas / GetServiceQuota): answered here, in
+    botocore's output shape, per ServiceCode; `answer` is a dict of quota lists or an error code."""
+    from semif_lib.aws.clients import make_session
+
+    class Http:
+        status_code = 200 if isinstance(answer, dict) else 400
+        headers: dict = {}
+
+    def call(params, **_):  # params: the serialized request; its JSON body carries ServiceCode
+        if isinstance(answer, dict):
+            code = json.loads(params["body"])["ServiceCode"]
+            return Http(), {"Quotas": [{"QuotaName": n, "Value": v, "ServiceCode": code} for n, v in answer.get(code, {}).items()]}
+        return Http(), {"Error": {"Code": answer, "Message": "not authorized to perform: servicequotas:ListServiceQuotas"}}
+
+    make_session(settings).events.register("before-call.service-quotas.ListServiceQuotas", call)
+
+
+def test_quotas_against_the_runs_peak(aws, aws_settings):
+    """A new account's 0 for endpoint usage reads NO; the peak counts blue/green (3 held, 5 while the scaled endpoint updates)."""
+    from semif_lib.aws.quotas import check_quotas, describe_quotas
+
+    _answer_quotas(aws_settings, {"sagemaker": {"ml.m5.large for endpoint usage": 0.0, "ml.m5.large for transform job usage": 1.0,
+                                                "ml.g4dn.xlarge for endpoint usage": 4.0},
+                                  "codebuild": {"Concurrently running builds for Linux/Medium environment": 1.0}})
+    rows = {r["quota"]: r for r in check_quotas(aws_settings)}
+    assert rows["ml.m5.large for endpoint usage"] | {} == {**rows["ml.m5.large for endpoint usage"], "value": 0.0, "steady": 3, "peak": 5,
+                                                          "ok": False}
+    assert rows["ml.m5.large for transform job usage"]["ok"] is True
+    assert rows["Concurrently running builds for Linux/Medium environment"]["ok"] is True
+    assert "NO  ml.m5.large for endpoint usage: 0 (this run holds 3, 5 during a blue/green update); request an increase" in "\n".join(
+        describe_quotas(list(rows.values())))
+    cuda = {r["quota"]: r for r in check_quotas(aws_settings.model_copy(update={"dlc_variant": "cuda"}))}
+    assert cuda["ml.g4dn.xlarge for endpoint usage"]["ok"] is False and cuda["ml.g4dn.xlarge for endpoint usage"]["value"] == 4.0
+
+
+def test_unreadable_quotas_are_question_marks(aws, aws_settings):
+    from semif_lib.aws.quotas import check_quotas
+
+    _answer_quotas(aws_settings, "AccessDeniedException")
+    rows = check_quotas(aws_settings)
+    assert {r["ok"] for r in rows} == {None} and {r["how"] for r in rows} == {"no servicequotas:ListServiceQuotas"}
+
+
+def test_moto_without_list_service_quotas_reads_question_marks(aws, aws_settings):
+    """What moto itself answers (no ListServiceQuotas): `?`, never a stop."""
+    from semif_lib.aws.quotas import check_quotas
+
+    rows = check_quotas(aws_settings)
+    assert rows and {r["ok"] for r in rows} == {None}

@@ -88,7 +88,7 @@ def test_every_call_the_workshop_makes_is_in_the_caller_policy(aws, aws_settings
     assert not workshop.cleanup(settings=aws_settings, state=st).failed
     policy = preflight.caller_policy(aws_settings)
     needed = {a for service, op, params in calls for a in preflight.iam_action_for(service, op, params)}
-    probes = {"iam:SimulatePrincipalPolicy"}  # the check itself; optional
+    probes = {"iam:SimulatePrincipalPolicy", "servicequotas:ListServiceQuotas"}  # the check itself; optional (`?` without)
     uncovered = sorted(a for a in needed - probes if not any(
         fnmatch.fnmatchcase(a.lower(), x.lower()) for s in policy["Statement"] for x in _as_list(s["Action"])))
     assert uncovered == []
@@ -108,7 +108,9 @@ def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings)
     assert [r["action"] for r in check.rows] == [n.action for n in preflight.NEEDS]
     assert check.missing == [] and check.unchecked
     assert all(r["allowed"] is True for r in check.rows if r["how"].startswith("dry call"))
-    assert lines == [check.summary()] and "needed actions allowed" in lines[0]
+    assert lines[0] == check.summary() and "needed actions allowed" in lines[0]
+    assert lines[1] == "quotas this run needs (Service Quotas):" and len(lines) == 2 + len(check.quotas)  # then one line per quota
+    assert check.quotas and all(q["ok"] is None for q in check.quotas)  # moto has no ListServiceQuotas: `?`
     assert st.resources == [] and make_client("s3", aws_settings).list_buckets()["Buckets"] == []
     assert make_client("iam", aws_settings).list_roles()["Roles"] == []
     from semif_lib.notebook import tabulate_permissions

@@ -132,6 +132,7 @@ class PermissionCheck:
     principal: str
     method: str
     rows: list[dict[str, Any]] = field(default_factory=list)
+    quotas: list[dict[str, Any]] = field(default_factory=list)  # aws.quotas.check_quotas: the run's peak against the account's
 
     @property
     def missing(self) -> list[dict[str, Any]]:
@@ -171,6 +172,10 @@ class PermissionCheck:
     def __str__(self) -> str:
         mark = {True: "yes", False: "NO", None: "?"}
         lines = [self.summary()] + [f"  {mark[r['allowed']]:>3}  {r['step']:<24} {r['action']:<48} {r['how']}" for r in self.rows]
+        if self.quotas:
+            from .quotas import describe_quotas
+
+            lines += ["quotas (Service Quotas):", *describe_quotas(self.quotas)]
         return "\n".join(lines)
 
 
@@ -298,7 +303,7 @@ def dry_calls(settings: Settings, state: WorkshopState, values: dict[str, str]) 
 
 
 # ====================================================================== API call -> IAM action
-SERVICE_PREFIX = {"sagemaker-runtime": "sagemaker", "runtime.sagemaker": "sagemaker"}
+SERVICE_PREFIX = {"sagemaker-runtime": "sagemaker", "runtime.sagemaker": "sagemaker", "service-quotas": "servicequotas"}
 S3_ACTIONS = {
     "HeadBucket": "s3:ListBucket", "ListObjectsV2": "s3:ListBucket", "ListObjects": "s3:ListBucket",
     "HeadObject": "s3:GetObject", "PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",

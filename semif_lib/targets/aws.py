@@ -39,10 +39,14 @@ class AwsTarget:
     def check_permissions(self, state: WorkshopState, log: Callable[[str], None]) -> Any:
         from ..aws import preflight
         from ..aws.clients import aws_errors
+        from ..aws.quotas import check_quotas, describe_quotas
 
         with aws_errors("check_permissions (01)"):
             check = preflight.check_permissions(self.settings, state)
+            check.quotas = check_quotas(self.settings)
         log(check.summary())
+        for line in ["quotas this run needs (Service Quotas):", *describe_quotas(check.quotas)]:
+            log(line)
         return check
 
     def publish_model(self, package: Any, state: WorkshopState, progress: bool) -> dict[str, Any]:
