@@ -240,3 +240,21 @@ def test_moto_without_list_service_quotas_reads_question_marks(aws, aws_settings
 
     rows = check_quotas(aws_settings)
     assert rows and {r["ok"] for r in rows} == {None}
+
+
+def test_a_log_group_the_role_may_not_delete_is_reported_kept(aws, aws_settings):
+    """Studio's default role has no logs:DeleteLogGroup: cleanup says the endpoint's log group stays, not silence."""
+    from semif_lib.aws import teardown
+    from semif_lib.aws.clients import make_session
+
+    class Http:
+        status_code = 400
+        headers: dict = {}
+
+    make_session(aws_settings).events.register(
+        "before-call.cloudwatch-logs.DeleteLogGroup",
+        lambda **_: (Http(), {"Error": {"Code": "AccessDeniedException", "Message": "not authorized to perform: logs:DeleteLogGroup"}}))
+    lines: list[str] = []
+    teardown._delete_log_group("/aws/sagemaker/Endpoints/semif-text-t3st01", aws_settings, log=lines.append)
+    assert lines == ["log group /aws/sagemaker/Endpoints/semif-text-t3st01: kept: no logs:DeleteLogGroup permission (delete it in the "
+                     "CloudWatch console, or attach container/iam/workshop-caller-policy.json)"]

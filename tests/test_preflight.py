@@ -302,3 +302,12 @@ def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path,
     assert [r["resource"] for r in studio.rows if r["action"] == "iam:PassRole" and r["step"].startswith("02")] == [
         "arn:aws:iam::123456789012:role/service-role/*"]
     assert len(studio.rows) == len(preflight.NEEDS) - 4
+
+
+def test_the_table_has_the_tag_and_build_zip_rows():
+    """Creating a tagged endpoint config or endpoint also needs sagemaker:AddTags on it; step 03 uploads its build zip."""
+    from semif_lib.aws import preflight
+
+    rows = {(n.step, n.action, n.resource.split(":")[-1].split("/")[0]) for n in preflight.NEEDS}
+    assert {("02 text endpoint", "sagemaker:AddTags", "endpoint-config"), ("02 text endpoint", "sagemaker:AddTags", "endpoint")} <= rows
+    assert any(n.step.startswith("03") and n.action == "s3:PutObject" and "/build/" in n.resource for n in preflight.NEEDS)

@@ -76,9 +76,10 @@ NEEDS: list[Need] = [
            context=(("iam:PassedToService", "sagemaker.amazonaws.com"),)),
     *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DescribeModel", "sagemaker:CreateModel", "sagemaker:AddTags"),
     *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DescribeEndpointConfig",
-           "sagemaker:CreateEndpointConfig"),
+           "sagemaker:CreateEndpointConfig", "sagemaker:AddTags"),
     *_rows("02 text endpoint", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DescribeEndpoint", "sagemaker:CreateEndpoint",
-           "sagemaker:UpdateEndpoint", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"),
+           "sagemaker:AddTags", "sagemaker:UpdateEndpoint", "sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"),
+    *_rows("03 image build", "arn:{partition}:s3:::{bucket}/{prefix}/{run}/build/adapter.zip", "s3:PutObject"),  # the build context
     *_rows("03 image build", _REPO, "ecr:DescribeRepositories", "ecr:CreateRepository", "ecr:TagResource", "ecr:DescribeImages"),
     *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:GetRole", "iam:CreateRole", "iam:PutRolePolicy"),
     *_rows("03 image build", f"{_ROLE}/semif-codebuild-{{run}}", "iam:PassRole",

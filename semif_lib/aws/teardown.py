@@ -35,14 +35,17 @@ def _client(service: str, settings: Settings) -> Any:
     return make_client(service, settings)
 
 
-def _delete_log_group(name: str, settings: Settings) -> None:
+def _delete_log_group(name: str, settings: Settings, log: Callable[[str], None] = print) -> None:
     """Best effort: a log group costs next to nothing, and Studio's default role may not delete one
-    (AmazonSageMakerFullAccess has no logs:DeleteLogGroup); the resource it belonged to is gone either way."""
+    (AmazonSageMakerFullAccess has no logs:DeleteLogGroup); the resource it belonged to is gone either way,
+    and the log group is reported as kept, with how to remove it."""
     try:
         _gone(lambda: _client("logs", settings).delete_log_group(logGroupName=name))
     except Exception as exc:
         if error_code(exc) not in DENIED_CODES:
             raise
+        log(f"log group {name}: kept: no logs:DeleteLogGroup permission (delete it in the CloudWatch console, "
+            "or attach container/iam/workshop-caller-policy.json)")
 
 
 def delete_scaling_target(entry: dict[str, Any], settings: Settings) -> bool:
