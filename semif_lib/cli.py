@@ -89,7 +89,7 @@ def command_score(args: argparse.Namespace) -> int:
         print(f"wrote {len(results)} responses to {args.output}", file=sys.stderr)
     else:
         print(format_table(results))
-    return 1 if any("error" in r for r in results) else 0
+    return 1 if any("detail" in r for r in results) else 0  # an error line (`jsonlines.error_record`)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +108,27 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (bench, app, texttwin, evaluation, prediction_sets):
         module.register_cli(sub)
     register_workshop_cli(sub)
+    register_model_cli(sub)
     return parser
+
+
+def command_model_inspect(args: argparse.Namespace) -> int:
+    from .modelinspect import inspect_model
+
+    report = inspect_model(args.file, load_settings(n_ctx=args.n_ctx))
+    print(json.dumps(report.as_dict(), indent=2) if args.json else "\n".join(report.lines()))
+    return 2 if report.problems else 0
+
+
+def register_model_cli(subparsers: Any) -> None:
+    """`semif model inspect FILE`: a GGUF's facts and whether it can serve decisions, before packaging."""
+    parser = subparsers.add_parser("model", help="GGUF models: inspect one before packaging it")
+    sub = parser.add_subparsers(dest="model_command", required=True)
+    inspect = sub.add_parser("inspect", help="architecture, size, template, memory, fitting instances, answer slots")
+    inspect.add_argument("file", nargs="?", help="GGUF file or hf://org/repo/file.gguf[@revision] (default: the model `semif score` uses)")
+    inspect.add_argument("--n-ctx", type=int, dest="n_ctx", help="context the memory estimate assumes (SEMIF_N_CTX)")
+    inspect.add_argument("--json", action="store_true", help="print the report as JSON")
+    inspect.set_defaults(func=command_model_inspect)
 
 
 def command_workshop_cleanup(args: argparse.Namespace) -> int:

@@ -2,13 +2,18 @@
 
 `engine` is the one in-process `DecisionEngine` on the real GGUF that every module shares; a test that
 needs other settings builds its own and says so with `@pytest.mark.model` (support/markers.py).
+`family_engine` runs a test once per model family: SmolLM2 (`engine`) and Qwen2.5 0.5B (`qwen_engine`, its
+GGUF assembled from PyPI by support/models.py, skipped with the one-line reason where it cannot be).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from support.models import qwen_gguf
 from support.paths import DATA, ROOT
+
+FAMILIES = ("smollm2", "qwen2.5")  # the model families `family_engine` runs a test on
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +37,26 @@ def example_requests() -> list[dict]:
     from semif_lib.jsonlines import read_records
 
     return read_records(DATA / "examples.jsonl")
+
+
+@pytest.fixture(scope="session")
+def qwen_model_path():
+    path, reason = qwen_gguf()
+    if path is None:
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="session")
+def qwen_engine(settings, qwen_model_path):
+    from semif_lib.decision.engine import DecisionEngine
+
+    eng = DecisionEngine(settings, model_path=qwen_model_path)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(params=FAMILIES)
+def family_engine(request):
+    """The session engine of each model family in turn (both stay loaded: 0.1 + 0.5 GB of weights)."""
+    return request.getfixturevalue("engine" if request.param == "smollm2" else "qwen_engine")

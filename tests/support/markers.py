@@ -29,6 +29,9 @@ NOT_FAST = {"model", "container", "browser"}
 # The shared fixtures (tests/support/fixtures_*.py) and what a test that uses one needs.
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "engine": ("model",),                # the session's DecisionEngine on the embedded GGUF
+    "family_engine": ("model",),         # engine, then qwen_engine (the second model family)
+    "qwen_engine": ("model",),           # the session's DecisionEngine on the Qwen2.5 0.5B GGUF
+    "qwen_model_path": ("model",),       # that GGUF, assembled from its PyPI chunk packages
     "opt_ml_model": ("model",),          # the embedded GGUF as /opt/ml/model: its users serve it
     "packaged_model_dir": ("model",),    # the embedded GGUF's model.tar.gz, unpacked: its users serve it
     "container_runtime": ("container",),  # and so replica_image, adapter_image
