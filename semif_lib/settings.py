@@ -115,6 +115,8 @@ class Settings(BaseSettings):
     s3_prefix: str = Field("semif-workshop", description="Key prefix inside the bucket; each run writes under <prefix>/<run id>/.")
     role_arn: str | None = Field(
         None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
+    kms_key_id: str | None = Field(  # issue 22: accounts that enforce KMS refuse SSE-S3 uploads
+        None, description="KMS key (id, ARN or alias) for the bucket, its objects and the ECR repository; default SSE-S3 / AES256.")
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field(
         "cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
     instance_type: str = Field("ml.c6i.xlarge", description="Real-time endpoint instance (cpu / arm64 variants).")

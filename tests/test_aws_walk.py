@@ -258,3 +258,26 @@ def test_a_log_group_the_role_may_not_delete_is_reported_kept(aws, aws_settings)
     teardown._delete_log_group("/aws/sagemaker/Endpoints/semif-text-t3st01", aws_settings, log=lines.append)
     assert lines == ["log group /aws/sagemaker/Endpoints/semif-text-t3st01: kept: no logs:DeleteLogGroup permission (delete it in the "
                      "CloudWatch console, or attach container/iam/workshop-caller-policy.json)"]
+
+
+# ------------------------------------------------------------------ SEMIF_KMS_KEY_ID
+def test_a_kms_key_encrypts_the_bucket_the_objects_and_the_repository(state, aws_settings, fake_gguf):
+    """An account that enforces SSE-KMS refuses SSE-S3 uploads: with SEMIF_KMS_KEY_ID every write names the key."""
+    from semif_lib.aws.clients import make_client
+    from semif_lib.workshop import build_adapter_image, load_state, package_model
+
+    key = make_client("kms", aws_settings).create_key()["KeyMetadata"]["Arn"]
+    settings = aws_settings.model_copy(update={"kms_key_id": key})
+    st = load_state(settings)
+    url = package_model(fake_gguf, settings=settings, state=st, progress=False)["model_data_url"]
+    s3 = make_client("s3", settings)
+    bucket, object_key = url.split("/", 3)[2], url.split("/", 3)[3]
+    head = s3.head_object(Bucket=bucket, Key=object_key)
+    assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == key
+    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]["ApplyServerSideEncryptionByDefault"]
+    assert rule == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key}
+    build_adapter_image(settings=settings, state=st, log=lambda _: None)
+    repo = make_client("ecr", settings).describe_repositories()["repositories"][0]
+    assert repo["encryptionConfiguration"] == {"encryptionType": "KMS", "kmsKey": key}
+    build_zip = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"] if o["Key"].endswith(".zip")][0]
+    assert s3.head_object(Bucket=bucket, Key=build_zip)["SSEKMSKeyId"] == key

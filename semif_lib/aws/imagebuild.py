@@ -29,7 +29,7 @@ from .clients import (
 )
 from .dlc import dlc_account, dlc_registry, require_dlc_region, resolve_dlc_image_uri
 from .iamroles import ensure_role
-from .packaging import ensure_bucket
+from .packaging import ensure_bucket, sse_args
 from .state import settings_and_state
 
 __all__ = [
@@ -70,14 +70,15 @@ def build_source_zip(root: Path = REPO_ROOT) -> tuple[bytes, str]:
 
 
 def ensure_ecr_repository(name: str, settings: Settings, state: WorkshopState) -> dict[str, Any]:
-    """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption and the run's tags."""
+    """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption (KMS with `SEMIF_KMS_KEY_ID`) and the run's tags."""
     ecr = make_client("ecr", settings)
     try:
         repo = ecr.describe_repositories(repositoryNames=[name])["repositories"][0]
     except ecr.exceptions.RepositoryNotFoundException:
         repo = ecr.create_repository(
             repositoryName=name, imageTagMutability="IMMUTABLE",
-            imageScanningConfiguration={"scanOnPush": True}, encryptionConfiguration={"encryptionType": "AES256"},
+            imageScanningConfiguration={"scanOnPush": True}, encryptionConfiguration=(
+                {"encryptionType": "KMS", "kmsKey": settings.kms_key_id} if settings.kms_key_id else {"encryptionType": "AES256"}),
             tags=[{"Key": t["Key"], "Value": t["Value"]} for t in state.tags()])["repository"]
     state.record("ecr_repository", name, uri=repo["repositoryUri"], arn=repo["repositoryArn"])
     return repo
@@ -198,7 +199,7 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     bucket = ensure_bucket(settings, state)
     key = f"{state.prefix(settings)}/build/adapter-{sha[:12]}.zip"
     s3 = make_client("s3", settings)
-    s3.put_object(Bucket=bucket, Key=key, Body=data, ServerSideEncryption="AES256", Metadata={"source-sha256": sha})
+    s3.put_object(Bucket=bucket, Key=key, Body=data, **sse_args(settings), Metadata={"source-sha256": sha})
     state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
     log(f"uploaded build context ({len(data) / 1024:.0f} KiB) to s3://{bucket}/{key}")
 

@@ -80,18 +80,31 @@ def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None 
             raise
         return bucket
     state.record("s3_bucket", bucket, region=region)
-    _harden_bucket(s3, bucket, state, log)
+    _harden_bucket(s3, bucket, state, log, settings)
     return bucket
 
 
-def _harden_bucket(s3: Any, bucket: str, state: WorkshopState, log: Callable[[str], None]) -> None:
-    """Block public access, encrypt with SSE-S3, tag. S3 already does the first two for every new bucket
+def sse_args(settings: Settings) -> dict[str, str]:
+    """Server-side encryption of every object the workshop writes: SSE-KMS with `SEMIF_KMS_KEY_ID`, else SSE-S3."""
+    if settings.kms_key_id:
+        return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": settings.kms_key_id}
+    return {"ServerSideEncryption": "AES256"}
+
+
+def _default_encryption(settings: Settings) -> dict[str, Any]:
+    if settings.kms_key_id:
+        return {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": settings.kms_key_id}
+    return {"SSEAlgorithm": "AES256"}
+
+
+def _harden_bucket(s3: Any, bucket: str, state: WorkshopState, log: Callable[[str], None], settings: Settings) -> None:
+    """Block public access, encrypt with SSE-S3 (SSE-KMS with `SEMIF_KMS_KEY_ID`), tag. S3 already does the first two for every new bucket
     (since 2023); an identity without the Put* permissions (Studio's default role) keeps those defaults."""
     calls = {
         "public access block": lambda: s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
             "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True}),
         "default encryption": lambda: s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
-            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}, "BucketKeyEnabled": True}]}),
+            "Rules": [{"ApplyServerSideEncryptionByDefault": _default_encryption(settings), "BucketKeyEnabled": True}]}),
         "tags": lambda: s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": state.tags()}),
     }
     for what, call in calls.items():
@@ -120,7 +133,7 @@ def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata:
     from boto3.s3.transfer import TransferConfig
     s3 = make_client("s3", settings)
     config = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD, multipart_chunksize=MULTIPART_CHUNK, max_concurrency=8)
-    extra: dict[str, Any] = {"ServerSideEncryption": "AES256", "Metadata": metadata or {}}
+    extra: dict[str, Any] = {**sse_args(settings), "Metadata": metadata or {}}
     bar, callback = _progress_callback(path.stat().st_size, f"s3://{bucket}/{key}", progress)
     try:
         s3.upload_file(str(path), bucket, key, ExtraArgs=extra, Config=config, Callback=callback)
