@@ -115,6 +115,10 @@ class Settings(BaseSettings):
     s3_prefix: str = Field("semif-workshop", description="Key prefix inside the bucket; each run writes under <prefix>/<run id>/.")
     role_arn: str | None = Field(
         None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
+    codebuild_role_arn: str | None = Field(  # issue 22: an event team's account provisions it once (container/cfn/)
+        None, description="CodeBuild service role for the adapter build; default: semif-codebuild-<run>, created from container/iam/.")
+    adapter_image_uri: str | None = Field(
+        None, description="A pre-built adapter image (ECR URI) notebook 04 deploys; set, notebook 03 builds nothing.")
     kms_key_id: str | None = Field(  # issue 22: accounts that enforce KMS refuse SSE-S3 uploads
         None, description="KMS key (id, ARN or alias) for the bucket, its objects and the ECR repository; default SSE-S3 / AES256.")
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field(

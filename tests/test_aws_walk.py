@@ -281,3 +281,43 @@ def test_a_kms_key_encrypts_the_bucket_the_objects_and_the_repository(state, aws
     assert repo["encryptionConfiguration"] == {"encryptionType": "KMS", "kmsKey": key}
     build_zip = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"] if o["Key"].endswith(".zip")][0]
     assert s3.head_object(Bucket=bucket, Key=build_zip)["SSEKMSKeyId"] == key
+
+
+# ------------------------------------------------------------------ what an event team pre-provisions
+def test_a_provisioned_codebuild_role_is_used_not_created(state, aws_settings, fake_gguf):
+    from semif_lib.aws import preflight
+    from semif_lib.aws.clients import make_client
+    from semif_lib.workshop import build_adapter_image, load_state
+
+    iam = make_client("iam", aws_settings)
+    role = iam.create_role(RoleName="event-codebuild", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "codebuild.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    settings = aws_settings.model_copy(update={"codebuild_role_arn": role})
+    st = load_state(settings)
+    build_adapter_image(settings=settings, state=st, log=lambda _: None)
+    project = make_client("codebuild", settings).batch_get_projects(names=["semif-adapter-build-t3st01"])["projects"][0]
+    assert project["serviceRole"] == role
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"]] == ["event-codebuild"] and not st.find("iam_role")
+    rows = preflight.needs_in_context(settings, st)
+    assert [n.resource for n in rows if n.action == "iam:PassRole" and n.step.startswith("03")] == [role]
+    assert not any("semif-codebuild-" in n.resource for n in rows)
+
+
+def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
+    from semif_lib.aws import preflight
+    from semif_lib.aws.clients import make_client
+    from semif_lib.workshop import build_adapter_image, deploy_decision_model, load_state, package_model
+
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/event-adapter:cpu-0123456789ab"
+    settings = aws_settings.model_copy(update={"adapter_image_uri": image})
+    st = load_state(settings)
+    assert build_adapter_image(settings=settings, state=st, log=lambda _: None) == image
+    assert make_client("ecr", settings).describe_repositories()["repositories"] == []
+    assert make_client("codebuild", settings).list_projects()["projects"] == []
+    assert not any(n.step.startswith("03") for n in preflight.needs_in_context(settings, st))
+    fresh = load_state(settings.model_copy(update={"state_file": settings.state_file.with_name("no-03.json")}))
+    package_model(fake_gguf, settings=settings, state=fresh, progress=False)
+    name = deploy_decision_model(settings=settings, state=fresh)  # without notebook 03's state
+    sm = make_client("sagemaker", settings)
+    config = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])
+    assert sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])["PrimaryContainer"]["Image"] == image

@@ -302,7 +302,7 @@ def decision_container_env(settings: Settings) -> dict[str, str]:
 def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
     """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
     settings, state = settings_and_state(settings, state)
-    image = state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
+    image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
     return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait)
 

@@ -188,6 +188,9 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     """
     settings, state = settings_and_state(settings, state)
     require_dlc_region(get_region(settings))  # before anything is created
+    if settings.adapter_image_uri:  # pre-built by an event team: nothing to build, no CodeBuild or IAM rights needed
+        log(f"{settings.adapter_image_uri}: pre-built (SEMIF_ADAPTER_IMAGE_URI), no build")
+        return settings.adapter_image_uri
     data, sha = build_source_zip()
     tag = f"{settings.dlc_variant}-{sha[:12]}"
     repo_name = state.name("adapter")
@@ -203,8 +206,9 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
     log(f"uploaded build context ({len(data) / 1024:.0f} KiB) to s3://{bucket}/{key}")
 
-    role = ensure_role(state.name("codebuild"), "codebuild-trust-policy", "codebuild-service-policy", settings, state,
-                       "semif workshop: CodeBuild reads the build zip, pulls the DLC and pushes the adapter image")
+    role = settings.codebuild_role_arn or ensure_role(
+        state.name("codebuild"), "codebuild-trust-policy", "codebuild-service-policy", settings, state,
+        "semif workshop: CodeBuild reads the build zip, pulls the DLC and pushes the adapter image")
     project = ensure_codebuild_project(state.name("adapter-build"), f"{bucket}/{key}", repo["repositoryUri"], role, settings, state)
     build_id = start_image_build(project, tag, f"{bucket}/{key}", settings)
     state.set("image_build_id", build_id)

@@ -205,15 +205,21 @@ SAGEMAKER_ROLE_ROWS = ("iam:GetRole", "iam:CreateRole", "iam:TagRole", "iam:PutR
 def needs_in_context(settings: Settings, state: WorkshopState) -> list[Need]:
     """`NEEDS` less the rows this identity will not use here: with `SEMIF_ROLE_ARN` set, inside Studio or a
     notebook instance (the notebook's own role), or with a role already chosen, no `semif-sagemaker-<run>`
-    role is made, so only `iam:PassRole` on that role remains."""
+    role is made, so only `iam:PassRole` on that role remains; likewise for `SEMIF_CODEBUILD_ROLE_ARN`; with
+    `SEMIF_ADAPTER_IMAGE_URI` step 03 builds nothing and needs nothing."""
     from .iamroles import STUDIO_METADATA_FILE
 
     given = settings.role_arn or state.get("execution_role_arn")
-    if not given and not os.path.exists(STUDIO_METADATA_FILE):
-        return list(NEEDS)
+    in_studio = given or os.path.exists(STUDIO_METADATA_FILE)
     kept: list[Need] = []
     for need in NEEDS:
-        if "semif-sagemaker-" in need.resource and need.resource.startswith(_ROLE):
+        if need.step.startswith("03") and settings.adapter_image_uri:
+            continue  # a pre-built image: step 03 calls nothing
+        if "semif-codebuild-" in need.resource and need.resource.startswith(_ROLE) and settings.codebuild_role_arn:
+            if need.action != "iam:PassRole":
+                continue  # the provisioned role is neither made nor deleted
+            need = Need(need.step, need.action, settings.codebuild_role_arn, need.context)
+        if in_studio and "semif-sagemaker-" in need.resource and need.resource.startswith(_ROLE):
             if need.action in SAGEMAKER_ROLE_ROWS:
                 continue
             need = Need(need.step, need.action, given or f"{_ROLE}/service-role/*", need.context)
