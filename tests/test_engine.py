@@ -72,7 +72,7 @@ def test_modes_agree_within_quantization_tolerance(family_engine, example_reques
     cold = {}  # every request once per mode, from an empty cache (a path run twice is bit-identical: see above)
     for mode in ("fresh", "serial", "parallel", "oneshot"):
         cold[mode] = []
-        for request in (example_requests if _is_qwen(family_engine) else _all_requests(example_requests)):
+        for request in (example_requests[:2] if _is_qwen(family_engine) else _all_requests(example_requests)):
             family_engine.clear_cache()
             cold[mode].append(flatten_probabilities(family_engine.score(request, mode=mode)))
     spread = {}

@@ -169,6 +169,31 @@ def state_texts(state: PromptState) -> list[str]:
     return [state] if isinstance(state, str) else [turn["content"] for turn in state]
 
 
+def _render_for_answer(formatter: Any, messages: list[dict[str, str]]) -> str:
+    """The template's prompt, ending where the answer slot is read.
+
+    A thinking model's template gets `enable_thinking=False` (Qwen3's switch: it writes an empty, closed
+    `<think></think>`); a template that refuses a system role (Gemma's `raise_exception`) gets the system
+    text folded into the first user turn, as Gemma 3's own template does; a prompt that still ends inside
+    an open `<think>` block cannot have its answer read at the next token, and is refused with a 400.
+    """
+    try:
+        prompt = formatter(messages=messages, enable_thinking=False).prompt
+    except ValueError as exc:  # the template's raise_exception()
+        if len(messages) < 2 or messages[0]["role"] != "system":
+            raise InvalidRequestError(f"the model's chat template refused the prompt: {exc}", field="model") from None
+        merged = [{"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}, *messages[2:]]
+        try:
+            prompt = formatter(messages=merged, enable_thinking=False).prompt
+        except ValueError as again:
+            raise InvalidRequestError(f"the model's chat template refused the prompt: {again}", field="model") from None
+    if prompt.rfind("<think>") > prompt.rfind("</think>"):
+        raise InvalidRequestError("the model's chat template leaves a <think> block open where the answer goes, so the next token is "
+                                  "reasoning, not an answer slot; use a template with a thinking switch or one that closes the block",
+                                  field="model")
+    return prompt
+
+
 class PromptRenderer:
     """Renders the shared prefix and per-question prompts with the GGUF's own chat template."""
 
@@ -181,7 +206,7 @@ class PromptRenderer:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             formatter = Jinja2ChatFormatter(chat_template, eos_token=eos_token, bos_token=bos_token)
-            self._format = lambda messages: formatter(messages=messages).prompt
+            self._format = lambda messages: _render_for_answer(formatter, messages)
             self.slot_prefix = ""
             self.add_bos = False
         else:
