@@ -14,19 +14,9 @@ from semif_lib.modelfile import find_embedded_model
 from semif_lib.modelinspect import inspect_model, refuse_unworkable
 from semif_lib.settings import Settings
 
+from support.models import copy_with_metadata
+
 pytestmark = pytest.mark.model  # llama.cpp loads each file's vocabulary
-
-
-def copy_with_metadata(src, dst, arch: str | None = None, chat_template: str | None = None):
-    """A copy of GGUF `src` with another architecture name or chat template (gguf's own metadata copier)."""
-    import gguf
-    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
-
-    reader = gguf.GGUFReader(src, "r")
-    arch = arch or reader.fields["general.architecture"].contents()
-    new = {gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, chat_template)} if chat_template else {}
-    copy_with_new_metadata(reader, gguf.GGUFWriter(dst, arch=arch, endianess=reader.endianess), new, [])
-    return dst
 
 
 def test_inspect_smollm2_prints_the_facts(capsys):

@@ -9,11 +9,12 @@ and its slots verify, or the request is refused with a 400 naming the reason.
 from __future__ import annotations
 
 import pytest
-from test_model_inspect import copy_with_metadata
 
 from semif_lib.errors import InvalidRequestError
 from semif_lib.modelfile import find_embedded_model
 from semif_lib.settings import Settings
+
+from support.models import copy_with_metadata
 
 pytestmark = pytest.mark.model
 

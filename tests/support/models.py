@@ -67,3 +67,15 @@ def qwen_gguf(models_dir: Path = MODELS_DIR) -> tuple[Path | None, str]:
     partial.replace(target)
     stamp.write_text(f"{QWEN_SHA256} {target.stat().st_mtime_ns}\n")
     return target, ""
+
+
+def copy_with_metadata(src, dst, arch: str | None = None, chat_template: str | None = None):
+    """A copy of GGUF `src` with another architecture name or chat template (gguf's own metadata copier)."""
+    import gguf
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+    reader = gguf.GGUFReader(src, "r")
+    arch = arch or reader.fields["general.architecture"].contents()
+    new = {gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, chat_template)} if chat_template else {}
+    copy_with_new_metadata(reader, gguf.GGUFWriter(dst, arch=arch, endianess=reader.endianess), new, [])
+    return dst
