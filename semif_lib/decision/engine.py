@@ -25,6 +25,7 @@ from ..errors import InvalidRequestError, ModelLoadError, SemifError
 from ..modelfile import find_model_path
 from ..settings import MODES, Settings, load_settings
 from .backend import LlamaBackend, ensure_backend, inject_faults, make_fault_plan
+from .conditioning import order_waves, score_in_waves
 from .kvstore import Counters, KVStore, Lease
 from .modes import ModeRunner
 from .planner import Capacity, Round, plan_rounds
@@ -82,7 +83,7 @@ class DecisionEngine:
         faults = fail_decode or make_fault_plan(s.fault_decodes, s.fault_rate, s.fault_seed)
         if faults is not None:
             inject_faults(backend, faults)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # score_batch scores a conditioned request inside its own lock
         self.n_ctx, self.n_batch, self.n_seq_max = backend.n_ctx, backend.n_batch, backend.n_seq_max
         self.renderer = PromptRenderer(backend.chat_template, bos_token=backend.bos_text, eos_token=backend.eos_text)
         self.model_name = backend.meta("general.name") or self.model_path.stem
@@ -203,6 +204,12 @@ class DecisionEngine:
         self._check_open()
         if mode not in MODES + ("oneshot",):
             raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
+        waves = order_waves(request.questions)
+        if len(waves) > 1:  # x_after: a wave per dependency level, each on the same (then cached) prefix
+            return score_in_waves(lambda sub: self._score_one(sub, mode, include_logits), request, waves)
+        return self._score_one(request, mode, include_logits)
+
+    def _score_one(self, request: DecisionRequest, mode: str, include_logits: bool) -> DecisionResponse:
         with self._lock:
             timings = Timings.begin()
             prep = self.prepare(request)
@@ -282,6 +289,9 @@ class DecisionEngine:
         for i, request in enumerate(requests):
             try:
                 req = request if isinstance(request, DecisionRequest) else parse_request(request)
+                if len(order_waves(req.questions)) > 1:
+                    results[i] = self.score(req, mode="parallel")  # its waves depend on answers: not in a round
+                    continue
                 prepared.append((i, self.prepare(req)))
             except SemifError as exc:
                 results[i] = exc

@@ -1,0 +1,84 @@
+"""Questions conditioned on earlier answers: `x_after: "queue"` appends that question's answer to this one's.
+
+A request whose questions name others is scored in waves on the same prefix: the questions that
+depend on nothing first, then those whose named question has been answered, and so on. Every wave
+after the first finds the state's prefix in the cache, so it costs its branches only. The answer
+appended is the argmax (the option's name, "yes"/"no", or the level's text), stated as a given in
+the question's own suffix; the conditioned answer carries `x_after` saying what it was given.
+
+Unknown names, a question naming itself and cycles are refused with a 400 naming the questions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import InvalidRequestError
+from .schema import ChoiceQuestion, DecisionRequest, DecisionResponse, NoulQuestion, Usage, render_content
+
+if TYPE_CHECKING:
+    from .schema import Question
+
+__all__ = ["order_waves", "score_in_waves"]
+
+
+def order_waves(questions: dict[str, "Question"]) -> list[list[str]]:
+    """Question ids in waves: each question after the one it names (`x_after`); one wave when none names another."""
+    after = {qid: q.after for qid, q in questions.items() if q.after is not None}
+    for qid, named in after.items():
+        if named not in questions:
+            raise InvalidRequestError(f"questions.{qid}.x_after names {named!r}, which is not a question of this request",
+                                      field=f"questions.{qid}.x_after")
+        if named == qid:
+            raise InvalidRequestError(f"questions.{qid}.x_after names the question itself", field=f"questions.{qid}.x_after")
+    waves: list[list[str]] = []
+    placed: set[str] = set()
+    while len(placed) < len(questions):
+        wave = [qid for qid in questions if qid not in placed and (qid not in after or after[qid] in placed)]
+        if not wave:
+            cycle = sorted(qid for qid in questions if qid not in placed)
+            raise InvalidRequestError(f"questions {', '.join(cycle)}: x_after forms a cycle, so none of them can be asked first",
+                                      field=f"questions.{cycle[0]}.x_after")
+        waves.append(wave)
+        placed.update(wave)
+    return waves
+
+
+def describe_answer(question: "Question", answer: Any) -> str:
+    """The argmax as text: the option's name, yes/no, or the level's text."""
+    if isinstance(question, ChoiceQuestion):
+        return str(answer.choice)
+    if isinstance(question, NoulQuestion):
+        return "yes" if answer.noul >= 0.5 else "no"
+    top = max(range(len(question.criteria)), key=lambda i: answer.probabilities.get(str(i), 0.0))
+    return render_content(question.criteria[top]).strip()
+
+
+def _conditioned(question: "Question", named: str, given: str) -> "Question":
+    text = render_content(question.instructions).strip() if question.instructions is not None else ""
+    line = f"Given: the answer to {named!r} is {given!r}."
+    return question.model_copy(update={"instructions": f"{line}\n{text}" if text else line})
+
+
+def score_in_waves(score_one: Callable[[DecisionRequest], DecisionResponse], request: DecisionRequest,
+                   waves: list[list[str]]) -> DecisionResponse:
+    """Score `request` wave by wave with `score_one` (one engine pass each, the prefix cached after the first)."""
+    answers: dict[str, Any] = {}
+    responses: list[DecisionResponse] = []
+    for wave in waves:
+        given = {qid: describe_answer(request.questions[q.after], answers[q.after])
+                 for qid in wave if (q := request.questions[qid]).after is not None}
+        questions = {qid: _conditioned(request.questions[qid], request.questions[qid].after, given[qid]) if qid in given
+                     else request.questions[qid] for qid in wave}
+        response = score_one(request.model_copy(update={"questions": questions}))
+        for qid in wave:
+            answers[qid] = response.answers[qid]
+            if qid in given:
+                answers[qid].x_after = {"question": request.questions[qid].after, "answer": given[qid]}
+        responses.append(response)
+    first = responses[0]
+    usage = Usage(input_tokens=sum(r.usage.input_tokens for r in responses), output_tokens=0,
+                  cached_tokens=sum(r.usage.cached_tokens for r in responses))
+    timing = {"mode": first.timing.get("mode"), "waves": [r.timing for r in responses]}
+    return DecisionResponse(model=first.model, answers={qid: answers[qid] for qid in request.questions}, usage=usage,
+                            timing=timing, model_info=first.model_info)
