@@ -107,3 +107,35 @@ def test_invocations_takes_the_openai_body_too(server):
     body = {"model": "x", "input": "Refund me.", "questions": QUESTIONS[:1]}
     r = httpx.post(server.url + "/invocations", json=body, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=120)
     assert r.status_code == 200 and r.json()["answers"][0]["type"] == "predicate" and "input_tokens_details" in r.json()["usage"]
+
+
+def test_a_calibration_file_that_abstains_makes_refusals_and_the_others_still_answer(tmp_path):
+    """Abstention is the OpenAI wire's `refusal`, only where the loaded file's rule says so; sets ride as x_ fields."""
+    import json
+
+    from openai import OpenAI
+    from openai.types.decision import AnswerAnswerResourcePredicate, AnswerAnswerResourceRefusal
+
+    from semif_lib.decision.calibrator import CALIBRATION_FORMAT
+    from semif_lib.decision.prompt import PROMPT_VERSION
+    from semif_lib.modelfile import find_model_path, hash_file
+
+    model = find_model_path(None)
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({
+        "format": CALIBRATION_FORMAT, "model_sha256": hash_file(model), "model_file": model.name, "prompt_version": PROMPT_VERSION,
+        "temperatures": {"noul": 1.0, "choice": 1.0, "score": 1.0},
+        "prediction_sets": {"score": {"q": 0.5, "target_coverage": 0.5}},
+        "abstention": {"choice": {"min_confidence": 1.01, "target_error": 0.0}},  # no choice is ever that sure: always refuse
+    }))
+    port = free_port()
+    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_CALIBRATION=str(path)), port) as srv:
+        with OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
+            decision = c.decisions.create(model="semif", input="I was charged twice. Refund me.", questions=QUESTIONS)
+    refund, found, team, anger = decision.answers
+    assert isinstance(refund, AnswerAnswerResourcePredicate)  # no rule for predicates: answered
+    assert isinstance(found, AnswerAnswerResourceRefusal) and found.name is None
+    assert isinstance(team, AnswerAnswerResourceRefusal) and team.name == "team" and team.model_extra["x_abstain"] is True
+    assert anger.type == "score" and "x_abstain" not in anger.model_extra  # no rule for scores
+    best = max(anger.probabilities, key=lambda p: p.probability).value
+    assert best in anger.model_extra["x_prediction_set"] and anger.model_extra["x_prediction_coverage"] == 0.5

@@ -15,8 +15,8 @@ behave the same whichever wire a client speaks:
 Parts the engine cannot read (images) are a 400 naming them. `build_decision` turns the engine's
 answers back into the SDK's `Decision`: answers in question order, each with its `name` (or null),
 `usage.input_tokens_details.cached_tokens` from the prefix cache, and the same `x_` extensions as the
-Jev wire (`schema`). A `refusal` answer is never invented: it belongs where a server is configured to
-abstain, which `_ANSWER_BUILDERS` leaves room for.
+Jev wire (`schema`). A `refusal` answer is never invented: it is returned only where the loaded calibration file's
+abstention rule (`decision.conformal`, fitted by `semif eval --calibrate`) says to abstain.
 """
 
 from __future__ import annotations
@@ -301,13 +301,23 @@ def _score(question: Score, answer: Any) -> dict[str, Any]:
                               for i, lv in enumerate(question.levels)], **_extensions(answer)}
 
 
-# One builder per question type; issue 25's abstention adds a `refusal` answer (`{"type": "refusal", "name"}`) here.
+# One builder per question type.
 _ANSWER_BUILDERS = {"predicate": _predicate, "choice": _choice, "score": _score}
+
+
+def _build_answer(question: Predicate | Choice | Score, answer: Any) -> dict[str, Any]:
+    """The question's answer, or a `refusal` where the loaded calibration file's abstention rule says to abstain.
+
+    The refusal keeps the `x_` fields (the probabilities behind it, the prediction set), so it can be audited.
+    """
+    if (answer.model_extra or {}).get("x_abstain") is True:
+        return {"type": "refusal", "name": question.name, **_extensions(answer)}
+    return _ANSWER_BUILDERS[question.type](question, answer)
 
 
 def build_decision(response: DecisionResponse, body: DecisionsBody) -> dict[str, Any]:
     """The SDK's `Decision`: answers in question order, usage with the prefix cache's hits, and the `x_` extensions."""
-    answers = [_ANSWER_BUILDERS[q.type](q, response.answers[str(i)]) for i, q in enumerate(body.questions)]
+    answers = [_build_answer(q, response.answers[str(i)]) for i, q in enumerate(body.questions)]
     usage = response.usage
     timing = response.timing
     cached = usage.cached_tokens
