@@ -194,7 +194,9 @@ def ask_decision(http: Any, url: str, request: dict[str, Any]) -> Pass:
     result = Pass(seconds, decisions=len(request["questions"]), requests=1, output_tokens=usage["output_tokens"],
                   evaluated_tokens=prefilled + timing["branch_tokens"], compute_s=timing["prefill_s"] + timing["branches_s"],
                   prefill=(prefilled, timing["prefill_s"]) if prefilled > 0 and timing["prefill_s"] > 0 else None)
-    result.probs = {qid: dict(answer["probabilities"]) for qid, answer in response["answers"].items()}
+    # noul answers carry theirs as the extension x_probabilities (the Jev wire keeps only P(true) standard)
+    result.probs = {qid: dict(answer["probabilities"] if "probabilities" in answer else answer["x_probabilities"])
+                    for qid, answer in response["answers"].items()}
     result.missing = {qid: int(not well_formed(p, request["questions"][qid])) for qid, p in result.probs.items()}
     return result
 
