@@ -23,7 +23,7 @@ def test_every_phase_runs_and_hostile_input_is_4xx(tmp_path):
         nested = robustness.run_nested_prefixes(url, requests=6)
         assert nested["answered_2xx"] == 6 and nested["full_cache_hits"] >= 2 and nested["pending_after"] == 0
         bad = robustness.run_bad_inputs(url)
-        wrong = [c for c in bad["cases"] if c["status"] != c["expected"] or not c["json_error"]]
+        wrong = [c for c in bad["cases"] if not c["as_expected"]]  # the benchmark's own rule (422 meets a validation 400)
         assert wrong == [] and bad["answered_5xx"] == 0
     env = robustness.server_env(2, SEMIF_FAULT_RATE="0.2", SEMIF_FAULT_SEED="3")
     with robustness.running_serve(free_port(), env, tmp_path / "faults.log") as url:

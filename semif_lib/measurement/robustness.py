@@ -231,8 +231,9 @@ def run_bad_inputs(url: str) -> dict[str, Any]:
                 error, well_formed = {}, False
             rows.append({"class": name, "status": response.status_code, "expected": expected, "json_error": well_formed,
                          "field": error.get("field"), "message": str(error.get("message", ""))[:160]})
-    met = [r["status"] == r["expected"] or (r["expected"] == 400 and r["status"] == 422) for r in rows]
-    return {"classes": len(rows), "as_expected": sum(m and r["json_error"] for m, r in zip(met, rows)),
+    for r in rows:  # the one rule for a case met, which the report and the tests read
+        r["as_expected"] = r["json_error"] and (r["status"] == r["expected"] or (r["expected"] == 400 and r["status"] == 422))
+    return {"classes": len(rows), "as_expected": sum(r["as_expected"] for r in rows),
             "answered_5xx": sum(r["status"] >= 500 for r in rows), "cases": rows}
 
 
