@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from support.answers import MAX_ABS_DIFF, flatten_probabilities
+from support.answers import MAX_ABS_DIFF, flatten_probabilities, flatten_wire_probabilities
 from support.paths import DATA
 from support.servers import free_port
 
@@ -62,7 +62,7 @@ def test_invocations_equal_the_in_process_engine(decision_container, engine, exa
         got = httpx.post(url, json=request, timeout=120)
         assert got.status_code == 200, got.text
         want = flatten_probabilities(engine.score(parse_request(request)))
-        have = {(qid, key): p for qid, answer in got.json()["answers"].items() for key, p in answer["probabilities"].items()}
+        have = flatten_wire_probabilities(got.json())
         assert have.keys() == want.keys()
         worst = max(abs(have[k] - want[k]) for k in want)
         assert worst <= MAX_ABS_DIFF, f"{request['id']}: max |dp| {worst:.3f} between the image and the in-process engine"

@@ -16,6 +16,13 @@ def flatten_probabilities(response) -> dict[tuple[str, str], float]:
     return out
 
 
+def flatten_wire_probabilities(body: dict) -> dict[tuple[str, str], float]:
+    """The same from a response's JSON, read by the wire's own model (a noul's are the extension `x_probabilities`)."""
+    from semif_lib.decision.schema import DecisionResponse
+
+    return flatten_probabilities(DecisionResponse.model_validate(body))
+
+
 def assert_error(response, status: int, field: str | None = None) -> dict:
     """An httpx response is one of Jev's error bodies: `{"detail": {error_type, message, field}}`, or for a
     validation failure (422) `{"detail": [{loc: ["body", ...], msg, type, field}]}`; returns `{type, message, field}`."""
