@@ -10,11 +10,11 @@ the packaging step calls, so a model that cannot work fails there with one line,
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .decision.backend import VocabReader
 from .errors import InvalidRequestError, ModelLoadError, SemifError
 from .settings import Settings
 
@@ -151,7 +151,7 @@ def read_metadata(path: Path, n_ctx: int) -> ModelReport:
     )
 
 
-class VocabTokenizer:
+class VocabTokenizer(VocabReader):
     """The model's tokenizer alone (llama.cpp `vocab_only`): what `RequestPreparer` needs, without the weights."""
 
     def __init__(self, path: Path) -> None:
@@ -171,27 +171,8 @@ class VocabTokenizer:
             self.lib.llama_model_free(self._model)
             self._model = None
 
-    @property
-    def chat_template(self) -> str | None:
-        template = self.lib.llama_model_chat_template(self._model, None)
-        return template.decode("utf-8") if template else None
-
-    def token_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        buf = ctypes.create_string_buffer(256)
-        n = self.lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
-        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
-
-    def is_control(self, token: int) -> bool:
-        return bool(self.lib.llama_vocab_is_control(self._vocab, token))
-
     def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:
-        data = text.encode("utf-8")
-        size = len(data) + 16
-        arr = (self.lib.llama_token * size)()
-        n = self.lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
-        return list(arr[:n])
+        return list(self._tokenize_uncached(text, add_special, parse_special))
 
 
 def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str | None]:
@@ -205,8 +186,7 @@ def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str |
     except ModelLoadError as exc:
         return False, None, exc.message
     try:
-        renderer = PromptRenderer(tok.chat_template, tok.token_text(tok.lib.llama_vocab_bos(tok._vocab)),
-                                  tok.token_text(tok.lib.llama_vocab_eos(tok._vocab)))
+        renderer = PromptRenderer(tok.chat_template, tok.bos_text, tok.eos_text)
         preparer = RequestPreparer(tok, renderer, settings, settings.n_ctx)
         try:
             preparer.prepare(parse_request(_PROBE))

@@ -76,7 +76,53 @@ def inject_faults(backend: "LlamaBackend", fail: Callable[[int], bool]) -> None:
     backend.run_batch = run_batch  # type: ignore[method-assign]
 
 
-class LlamaBackend:
+class VocabReader:
+    """The vocabulary half of a loaded llama.cpp model (`lib`, `_model`, `_vocab`): template, token texts, tokenizing.
+
+    `LlamaBackend` serves requests with it; `modelinspect.VocabTokenizer` checks a model's slots with it,
+    loading the vocabulary alone.
+    """
+
+    lib: Any
+    _model: Any
+    _vocab: Any
+
+    @property
+    def chat_template(self) -> str | None:
+        template = self.lib.llama_model_chat_template(self._model, None)
+        return template.decode("utf-8") if template else None
+
+    @property
+    def bos_text(self) -> str:
+        return self.token_text(self.lib.llama_vocab_bos(self._vocab))
+
+    @property
+    def eos_text(self) -> str:
+        return self.token_text(self.lib.llama_vocab_eos(self._vocab))
+
+    def token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        buf = ctypes.create_string_buffer(256)
+        n = self.lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
+        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
+
+    def is_control(self, token: int) -> bool:
+        return bool(self.lib.llama_vocab_is_control(self._vocab, token))
+
+    def _tokenize_uncached(self, text: str, add_special: bool, parse_special: bool = True) -> tuple[int, ...]:
+        data = text.encode("utf-8")
+        size = len(data) + 16
+        arr = (self.lib.llama_token * size)()
+        n = self.lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
+        if n < 0:
+            size = -n
+            arr = (self.lib.llama_token * size)()
+            n = self.lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
+        return tuple(arr[:n])
+
+
+class LlamaBackend(VocabReader):
     """One GGUF loaded with a context of `n_seq_max` sequences over a unified KV cache."""
 
     def __init__(self, settings: Settings, model_path: Path) -> None:
@@ -153,29 +199,6 @@ class LlamaBackend:
         n = self.lib.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
         return buf.value.decode("utf-8", "replace") if n >= 0 else None
 
-    @property
-    def chat_template(self) -> str | None:
-        template = self.lib.llama_model_chat_template(self._model, None)
-        return template.decode("utf-8") if template else None
-
-    @property
-    def bos_text(self) -> str:
-        return self.token_text(self.lib.llama_vocab_bos(self._vocab))
-
-    @property
-    def eos_text(self) -> str:
-        return self.token_text(self.lib.llama_vocab_eos(self._vocab))
-
-    def token_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        buf = ctypes.create_string_buffer(256)
-        n = self.lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
-        return buf.raw[: max(n, 0)].decode("utf-8", "replace")
-
-    def is_control(self, token: int) -> bool:
-        return bool(self.lib.llama_vocab_is_control(self._vocab, token))
-
     def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:
         """Tokenize, by default with special tokens parsed, as llama-cpp-python's chat completion does.
 
@@ -183,17 +206,6 @@ class LlamaBackend:
         re-tokenizing them would cost more than its cached prefill saves.
         """
         return list(self._tokenize_cached(text, add_special, parse_special))
-
-    def _tokenize_uncached(self, text: str, add_special: bool, parse_special: bool = True) -> tuple[int, ...]:
-        data = text.encode("utf-8")
-        size = len(data) + 16
-        arr = (self.lib.llama_token * size)()
-        n = self.lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
-        if n < 0:
-            size = -n
-            arr = (self.lib.llama_token * size)()
-            n = self.lib.llama_tokenize(self._vocab, data, len(data), arr, size, add_special, parse_special)
-        return tuple(arr[:n])
 
     # ------------------------------------------------------------------ decoding
     def run_batch(self, n_tokens: int) -> int:
