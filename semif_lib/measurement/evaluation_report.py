@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .plots import save_figure
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -154,11 +156,7 @@ def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], pa
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def collect_reliability_sets(report_decisions: Sequence["Decision"], variants: dict[str, Sequence["np.ndarray"]]) -> ReliabilitySets:

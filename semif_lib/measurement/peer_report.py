@@ -28,6 +28,7 @@ from .peer_types import (
     ReadoutTarget,
     SpeedTarget,
 )
+from .plots import save_figure
 
 __all__ = ["PeerTally", "check_peer_targets", "estimate_peer_ceiling", "format_markdown", "plot_peer", "save_peer_plot",
            "summarize_paths"]
@@ -290,9 +291,4 @@ def save_peer_plot(doc: PeerResults | dict[str, Any], path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig = plot_peer(doc)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plot_peer(doc), path)

@@ -9,13 +9,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from matplotlib.figure import Figure
 
-__all__ = ["plot_probabilities", "plot_timings", "response_dict"]
+__all__ = ["plot_probabilities", "plot_timings", "response_dict", "save_figure"]
 
 HIGHLIGHT = "#3b7dd8"
 MUTED = "#bbbbbb"
 ACCENT = "#d8533b"
+
+
+def save_figure(fig: "Figure", path: "Path | str") -> "Path":
+    """Write `fig` as a PNG (its folder made), then close it: the one way a results plot is saved."""
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def response_dict(response: Any) -> dict[str, Any]:

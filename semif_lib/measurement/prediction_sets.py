@@ -31,6 +31,7 @@ from ..decision.conformal import (
     nonconformity,
     predict_set,
 )
+from .plots import save_figure
 
 if TYPE_CHECKING:
     from .calibration import Decision
@@ -203,11 +204,7 @@ def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str =
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def command_sets(args: argparse.Namespace) -> int:
