@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Bind address; the container sets 0.0.0.0.")
     port: int = Field(8080, ge=1, le=65535, description="SageMaker's contract port.")
     api_key: str | None = Field(None, description="Bearer token checked when set (local use only).")
+    model_aliases: str = Field(
+        "", description="More names a request's `model` may send, comma-separated ('*': any name); the model's id, file name, hub "
+                        "reference and jev-latest are always accepted, any other name is a 404 (serving.modelnames).")
     queue_size: int = Field(64, ge=1, le=100000, description="Requests waiting for the worker before 503.")
     max_body_bytes: int = Field(6_291_456, ge=1024, description="SageMaker's real-time payload limit.")
     drain_s: float = Field(
