@@ -22,6 +22,7 @@ DRAIN_TAIL_S = 2.0
 
 Mode = Literal["fresh", "serial", "parallel"]
 MODES: tuple[str, ...] = get_args(Mode)  # the execution modes a request may ask for (see decision.engine)
+Debias = Literal["none", "rotations"]  # how a choice question's option order is debiased (x_debias, SEMIF_DEFAULT_DEBIAS)
 
 
 def detect_cpu_count() -> int:
@@ -66,6 +67,13 @@ class Settings(BaseSettings):
     round_tokens: int = Field(0, ge=0, description="Branch tokens that concurrent requests may share one round with "
                               "(0: one micro-batch, n_ubatch); a request larger than that gets a round of its own.")
     mode: Mode = Field("parallel", description="Default execution mode.")
+    default_debias: Debias = Field(
+        "none", description="x_debias for choice questions that do not set one: `rotations` scores SEMIF_DEFAULT_ROTATIONS "
+                            "cyclic orders of the options as branches on the same prefix and averages them; a request opts out "
+                            "with x_debias: none.")
+    default_rotations: int = Field(
+        4, ge=2, le=8, description="Cyclic orders a rotated choice question scores when it does not set x_rotations "
+                                   "(at most one per option).")
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
 
     # --- work one request may ask for (over a limit: 413 naming the limit and the value) ---

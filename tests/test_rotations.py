@@ -7,10 +7,10 @@ the position and the rotated one does not.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
-
-pytestmark = pytest.mark.model
 
 STATE = "The customer writes: I was charged twice for my subscription this month and want my money back."
 OPTIONS = {"billing": "payments, refunds", "technical": "bugs and outages", "sales": "new plans", "legal": "contracts"}
@@ -88,3 +88,89 @@ def test_bench_rotations_counts_flips_and_accuracy_on_labeled_requests(engine):
     right = sum(engine.score(item.request).answers["queue"].choice == item.labels["queue"] for item in items)
     assert summary["accuracy"]["plain"] == pytest.approx(right / 2)  # the plain variant is the request as labeled
     engine.check_invariants()
+
+
+@contextmanager
+def server_defaults(engine, **values):
+    """The session engine as a server started with those settings (SEMIF_DEFAULT_DEBIAS, ...); its own ones afterwards."""
+    before = engine.settings
+    engine.settings = before.model_copy(update=values)
+    try:
+        yield engine
+    finally:
+        engine.settings = before
+
+
+def _mixed_request(**spelled):
+    """Choice questions that leave x_debias unset, opt out, or set only x_rotations; a noul and a score no default touches.
+
+    `spelled` writes x_ fields into the choice questions by id: the same request with a server's defaults spelled out.
+    """
+    questions = {
+        "default": _choice(OPTIONS), "opt_out": _choice(OPTIONS, x_debias="none"), "two": _choice(OPTIONS, x_rotations=2),
+        "upset": {"type": "noul", "instructions": "Is the customer upset?"},
+        "urgency": {"type": "score", "instructions": "How urgent is it?", "criteria": ["low", "medium", "high"]}}
+    return {"state": STATE, "questions": {qid: {**q, **spelled.get(qid, {})} for qid, q in questions.items()}}
+
+
+SPELLED = {"default": {"x_debias": "rotations", "x_rotations": 3}, "two": {"x_debias": "rotations"}}  # SEMIF_DEFAULT_*, written in
+
+
+def _check_server_default(answers, expected, tolerance):
+    """Wire `answers` from a server with SEMIF_DEFAULT_DEBIAS=rotations, SEMIF_DEFAULT_ROTATIONS=3, against `expected`: the
+    same request with those defaults spelled out, answered by a server without them."""
+    assert answers["default"]["x_debias"] == "rotations" and len(answers["default"]["x_rotation_choices"]) == 3
+    assert len(answers["two"]["x_rotation_choices"]) == 2  # a question's own x_rotations wins over SEMIF_DEFAULT_ROTATIONS
+    for qid in ("opt_out", "upset", "urgency"):
+        assert "x_debias" not in answers[qid] and "x_rotation_choices" not in answers[qid], qid
+    for qid in ("default", "opt_out", "two"):
+        assert answers[qid].get("x_rotation_choices") == expected[qid].get("x_rotation_choices"), qid
+        for name in OPTIONS:
+            assert answers[qid]["probabilities"][name] == pytest.approx(expected[qid]["probabilities"][name], abs=tolerance), qid
+
+
+def _wire_answers(response):
+    return response.model_dump(mode="json", by_alias=True, exclude_none=True)["answers"]
+
+
+def test_a_server_default_rotates_the_choices_that_leave_x_debias_unset_and_a_request_opts_out(engine):
+    """SEMIF_DEFAULT_DEBIAS=rotations answers a request as if its defaults were written in; without it nothing rotates."""
+    expected = _wire_answers(engine.score(_mixed_request(**SPELLED)))
+    with server_defaults(engine, default_debias="rotations", default_rotations=3):
+        answers = _wire_answers(engine.score(_mixed_request()))
+        engine.check_invariants()
+    _check_server_default(answers, expected, tolerance=1e-4)  # the same branches in the same batch: the same numbers
+    unset = _wire_answers(engine.score(_mixed_request()))  # the shipped default, none: x_rotations alone only tunes a rotation
+    assert "x_debias" not in unset["default"] and "x_debias" not in unset["two"]
+
+
+def test_the_rotation_settings_are_validated_where_they_are_read(monkeypatch):
+    """A bad SEMIF_DEFAULT_DEBIAS or SEMIF_DEFAULT_ROTATIONS stops the server with the variable and the rule, not a traceback."""
+    from semif_lib.errors import SemifError
+    from semif_lib.settings import load_settings
+
+    monkeypatch.setenv("SEMIF_DEFAULT_DEBIAS", "shuffle")
+    with pytest.raises(SemifError, match="SEMIF_DEFAULT_DEBIAS"):
+        load_settings()
+    monkeypatch.setenv("SEMIF_DEFAULT_DEBIAS", "rotations")
+    monkeypatch.setenv("SEMIF_DEFAULT_ROTATIONS", "9")
+    with pytest.raises(SemifError, match="SEMIF_DEFAULT_ROTATIONS.*8"):
+        load_settings()
+    monkeypatch.setenv("SEMIF_DEFAULT_ROTATIONS", "3")
+    assert (load_settings().default_debias, load_settings().default_rotations) == ("rotations", 3)
+
+
+@pytest.mark.model
+@pytest.mark.server
+def test_semif_serve_with_semif_default_debias_serves_the_default_and_the_opt_out(engine):
+    """The same through `semif serve` reading SEMIF_DEFAULT_DEBIAS / SEMIF_DEFAULT_ROTATIONS from its environment, on /invocations."""
+    import httpx
+
+    from support.servers import SEMIF_SERVE, free_port, running_server, server_env
+
+    expected = _wire_answers(engine.score(_mixed_request(**SPELLED)))
+    port = free_port()
+    with running_server(SEMIF_SERVE, server_env(port, SEMIF_DEFAULT_DEBIAS="rotations", SEMIF_DEFAULT_ROTATIONS="3"), port) as server:
+        response = httpx.post(server.url + "/invocations", json=_mixed_request(), timeout=120)
+    assert response.status_code == 200, response.text
+    _check_server_default(response.json()["answers"], expected, tolerance=0.02)  # another process and context size

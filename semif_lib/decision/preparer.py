@@ -8,7 +8,7 @@ configured limit is refused here with a 413 naming the limit, before anything is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ..settings import Settings
 from .planner import Demand
 from .prefix_cache import count_common_prefix
 from .prompt import PromptRenderer, PromptState, QuestionPlan, generate_letter_slots, plan_rotations, state_texts
-from .schema import DecisionRequest, render_content
+from .schema import ChoiceQuestion, DecisionRequest, render_content
 
 __all__ = ["Job", "PreparedRequest", "RequestPreparer", "Tokenizer", "check_request_limits"]
 
@@ -107,7 +107,7 @@ class RequestPreparer:
         check_request_limits(request, self.settings)
         state_text: PromptState = request.conversation or render_content(request.state)  # chat turns, or the state's text
         plans = [plan for qid, q in request.questions.items()
-                 for plan in plan_rotations(qid, q, self.renderer.slot_prefix, self.letter_slots)]
+                 for plan in plan_rotations(qid, self._with_server_defaults(q), self.renderer.slot_prefix, self.letter_slots)]
         # User text that spells a control token is tokenized apart, as text; otherwise the whole
         # prompt is tokenized in one piece, exactly as the text path (llama-server) does.
         guarded = any(self.contains_special_text(t) for t in [*state_texts(state_text), *(p.block for p in plans)])
@@ -122,6 +122,12 @@ class RequestPreparer:
             self._add_jobs(prep, i, plan, prompt)
         self._check_size(prep)
         return prep
+
+    def _with_server_defaults(self, question: Any) -> Any:
+        """A choice question's unset x_debias / x_rotations from SEMIF_DEFAULT_DEBIAS / SEMIF_DEFAULT_ROTATIONS; other types as they are."""
+        if isinstance(question, ChoiceQuestion):
+            return question.with_server_defaults(self.settings.default_debias, self.settings.default_rotations)
+        return question
 
     def _tokenize_prompt(self, state_text: PromptState, plan: QuestionPlan, guarded: bool) -> tuple[str, list[int], Pieces | None]:
         text = self.renderer.render(state_text, plan.block)

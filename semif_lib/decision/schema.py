@@ -43,6 +43,7 @@ from pydantic import (
 from ..errors import InvalidRequestError, RequestValidationError
 from ..jsonlines import decode_utf8
 from ..limits import check_limit, check_question_counts, hard_ceiling
+from ..settings import Debias, Settings
 
 # Work limits are `Settings` fields; the schema refuses what is over their hard ceiling with the
 # same 413 the engine gives for the configured value (`limits`), before validating any question.
@@ -51,8 +52,10 @@ MAX_QUESTIONS = hard_ceiling("max_questions")
 MIN_CHOICE_OPTIONS = 2
 MIN_SCORE_LEVELS = 2
 MAX_SCORE_LEVELS = 10
-DEFAULT_ROTATIONS = 4  # x_debias "rotations": cyclic orders scored per choice question (at most one per option)
-MAX_ROTATIONS = 8
+# x_debias "rotations": cyclic orders scored per choice question (at most one per option); the server's default and
+# the ceiling are the `default_rotations` setting's (SEMIF_DEFAULT_ROTATIONS), so a request and the server share one bound.
+DEFAULT_ROTATIONS: int = Settings.model_fields["default_rotations"].default
+MAX_ROTATIONS = hard_ceiling("default_rotations")
 MAX_NESTING = 64  # JSON depth of a whole request; a structured state rarely needs 10
 NOUL_WITHOUT_INSTRUCTIONS = "Does the state match what Yes means?"  # a noul asked by its criteria alone
 
@@ -127,12 +130,23 @@ class ChoiceQuestion(_Question):
     type: Literal["choice"] = "choice"
     criteria: dict[str, Content | None] = Field(..., min_length=MIN_CHOICE_OPTIONS,
                                                 json_schema_extra={"maxProperties": MAX_CHOICE_OPTIONS})
-    debias: Literal["none", "rotations"] = Field(
-        "none", alias="x_debias",
+    debias: Debias | None = Field(
+        None, alias="x_debias",
         description="`rotations`: also score cyclic rotations of the option order as extra branches on the same prefix and "
-        "average each option's probability over them, so letter and position preferences cancel (costs branch tokens only).")
-    rotations: int = Field(DEFAULT_ROTATIONS, alias="x_rotations", ge=2, le=MAX_ROTATIONS,
-                           description="How many cyclic orders `x_debias: rotations` scores (at most one per option).")
+        "average each option's probability over them, so letter and position preferences cancel (costs branch tokens only); "
+        "`none`: the request's order only. Unset: the server's default (SEMIF_DEFAULT_DEBIAS, `none` unless set).")
+    rotations: int | None = Field(None, alias="x_rotations", ge=2, le=MAX_ROTATIONS,
+                                  description="How many cyclic orders `x_debias: rotations` scores (at most one per option); unset: "
+                                  f"the server's SEMIF_DEFAULT_ROTATIONS (default {DEFAULT_ROTATIONS}).")
+
+    def with_server_defaults(self, debias: Debias, rotations: int) -> "ChoiceQuestion":
+        """This question with what it leaves unset taken from the server (SEMIF_DEFAULT_DEBIAS, SEMIF_DEFAULT_ROTATIONS).
+
+        The one place a server default meets a question: the preparer calls it on every choice it plans.
+        """
+        if self.debias is not None and self.rotations is not None:
+            return self
+        return self.model_copy(update={"debias": self.debias or debias, "rotations": self.rotations or rotations})
 
     @field_validator("criteria", mode="before")
     @classmethod

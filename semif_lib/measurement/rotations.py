@@ -9,6 +9,11 @@ goes first; only branch tokens are added, since the rotations fork off the same 
 labeled states are a sentence or two and the options a paragraph, so there the branches are most
 of the work; a second phase measures the cost where the design is meant to pay, on the workload's
 long states asked their 21 questions plus one choice question.
+
+Beside the seconds each variant records the tokens it decoded (the prefix, then the branches as a
+token tree, where the rotations share the question's stem up to the first option's letter), so the
+time ratio can be read against the work ratio. The engine scores with SEMIF_DEFAULT_DEBIAS=none and the
+plain variant says `x_debias: none`, so a server-wide default cannot turn the plain side into rotations.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ def _choice_request(item: LabeledItem, shift: int, debias: bool, rotations: int)
         if q.get("type") != "choice":
             continue
         q = {**q, "criteria": rotate_criteria(q["criteria"], shift)}
-        questions[qid] = {**q, "x_debias": "rotations", "x_rotations": rotations} if debias else q
+        questions[qid] = {**q, "x_debias": "rotations", "x_rotations": rotations} if debias else {**q, "x_debias": "none"}
     return {"state": item.request["state"], "questions": questions}
 
 
@@ -54,12 +59,18 @@ def _timed(engine: "DecisionEngine", request: dict[str, Any]) -> tuple[Any, floa
     return response, time.perf_counter() - started
 
 
+def count_decoded_tokens(response: Any) -> int:
+    """Tokens a cold request decoded: its whole prefix, then its branches with shared leading tokens counted once."""
+    return int(response.timing["prefix_tokens"]) + int(response.timing["branch_tokens"])
+
+
 def run_rotations(engine: "DecisionEngine", items: Sequence[LabeledItem], rotations: int = DEFAULT_ROTATIONS,
                   progress: bool = True) -> dict[str, Any]:
     """Flip rate, accuracy and seconds for plain against rotated choice questions on `items`."""
     from tqdm.auto import tqdm
 
     seconds = {"plain": 0.0, "rotations": 0.0}
+    tokens = {"plain": 0, "rotations": 0}
     tally = {"questions": 0, "flips_plain": 0, "flips_rotations": 0, "correct_plain": 0, "correct_rotations": 0, "labeled": 0}
     usable = [it for it in items if _choice_request(it, 0, False, rotations)["questions"]]
     for n, item in enumerate(tqdm(usable, desc="bench rotations", unit="req", file=sys.stderr, disable=not progress)):
@@ -68,6 +79,7 @@ def run_rotations(engine: "DecisionEngine", items: Sequence[LabeledItem], rotati
         for variant in variants:
             response, took = _timed(engine, _choice_request(item, 0, variant == "rotations", rotations))
             seconds[variant] += took
+            tokens[variant] += count_decoded_tokens(response)
             shifted = engine.score(_choice_request(item, 1, variant == "rotations", rotations))
             answers[variant] = (response.answers, shifted.answers)
         for qid in answers["plain"][0]:
@@ -78,10 +90,14 @@ def run_rotations(engine: "DecisionEngine", items: Sequence[LabeledItem], rotati
                 if qid in item.labels:
                     tally[f"correct_{variant}"] += first[qid].choice == item.labels[qid]
             tally["labeled"] += qid in item.labels
-    return _summarise(tally, seconds, len(usable), rotations)
+    return _summarise(tally, seconds, tokens, len(usable), rotations)
 
 
-def _summarise(tally: dict[str, int], seconds: dict[str, float], requests: int, rotations: int) -> dict[str, Any]:
+def _ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b else None
+
+
+def _summarise(tally: dict[str, int], seconds: dict[str, float], tokens: dict[str, int], requests: int, rotations: int) -> dict[str, Any]:
     q = max(1, tally["questions"])
     cost = seconds["rotations"] / seconds["plain"] if seconds["plain"] else None
     return {
@@ -91,6 +107,7 @@ def _summarise(tally: dict[str, int], seconds: dict[str, float], requests: int, 
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
         "decisions_per_s": {k: round(tally["questions"] / v, 3) if v else None for k, v in seconds.items()},
         "cost_ratio": round(cost, 3) if cost else None,
+        "tokens_decoded": dict(tokens), "token_ratio": _ratio(tokens["rotations"], tokens["plain"]),
         "target": {"cost_ratio_at_most": COST_TARGET, "met": bool(cost and cost <= COST_TARGET)},
     }
 
@@ -106,14 +123,18 @@ def run_long_states(engine: "DecisionEngine", states: Sequence[dict[str, Any]], 
     from tqdm.auto import tqdm
 
     seconds = {"plain": 0.0, "rotations": 0.0}
+    tokens = {"plain": 0, "rotations": 0}
     for n, record in enumerate(tqdm(states, desc="bench rotations (long states)", unit="state", file=sys.stderr, disable=not progress)):
         for variant in ("plain", "rotations") if n % 2 == 0 else ("rotations", "plain"):
-            topic = {**TOPIC, "x_debias": "rotations", "x_rotations": rotations} if variant == "rotations" else TOPIC
-            _, took = _timed(engine, {"state": record["state"], "questions": {**record["questions"], "topic": topic}})
+            rotated = variant == "rotations"
+            topic = {**TOPIC, "x_debias": "rotations", "x_rotations": rotations} if rotated else {**TOPIC, "x_debias": "none"}
+            response, took = _timed(engine, {"state": record["state"], "questions": {**record["questions"], "topic": topic}})
             seconds[variant] += took
+            tokens[variant] += count_decoded_tokens(response)
     cost = seconds["rotations"] / seconds["plain"] if seconds["plain"] else None
     return {"states": len(states), "questions_per_state": len(states[0]["questions"]) + 1 if states else 0,
             "seconds": {k: round(v, 3) for k, v in seconds.items()}, "cost_ratio": round(cost, 3) if cost else None,
+            "tokens_decoded": dict(tokens), "token_ratio": _ratio(tokens["rotations"], tokens["plain"]),
             "target": {"cost_ratio_at_most": COST_TARGET, "met": bool(cost and cost <= COST_TARGET)}}
 
 
@@ -124,13 +145,13 @@ def command_rotations(args: argparse.Namespace) -> int:
     from .workload import describe_machine, load_workload
 
     items = read_labeled(args.input, limit=args.limit)
-    with DecisionEngine(load_settings(**engine_overrides(args))) as engine:
+    with DecisionEngine(load_settings(**engine_overrides(args), default_debias="none")) as engine:  # the variants say what they ask
         summary = run_rotations(engine, items, args.rotations, progress=not args.quiet)
         summary["long_states"] = run_long_states(engine, load_workload(states=args.states), args.rotations, progress=not args.quiet)
         summary["model"] = {"file": engine.model_path.name, "sha256": hash_file(engine.model_path)}
         summary["machine"] = describe_machine(engine.settings)
     summary["command"] = " ".join(["semif bench rotations", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "rotations"] else None
-    shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "target", "long_states")
+    shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "token_ratio", "target", "long_states")
     print(json.dumps({k: summary[k] for k in shown}, indent=2))
     output = args.output or Path("results/bench/rotations.json")
     output.parent.mkdir(parents=True, exist_ok=True)
