@@ -16,7 +16,7 @@ from semif_lib.measurement.evaluation import (
     rotate_options,
 )
 
-from support.paths import DATA
+from support.paths import DATA, ROOT
 
 LABELED = DATA / "labeled"
 
@@ -30,6 +30,48 @@ def test_read_labeled_checks_every_label(tmp_path):
     bad.write_text(json.dumps(line) + "\n")
     with pytest.raises(InvalidRequestError, match="bad.jsonl:1"):
         read_labeled([bad])
+
+
+def test_sample_keeps_each_workloads_label_shares_and_the_input_order():
+    from collections import Counter
+
+    from semif_lib.measurement.labeled import stratified_subset
+
+    items = read_labeled(sorted(LABELED.glob("*.jsonl")))
+    sub = stratified_subset(items, 12, seed=0)
+    assert Counter(it.task for it in sub) == {"code_search": 12, "routing": 12, "severity": 12, "tools": 12, "policy": 8}
+    by_label = Counter((it.task, json.dumps(it.labels)) for it in sub)
+    assert {n for (task, _), n in by_label.items() if task == "routing"} == {2}  # 7 of each queue -> 2 of each
+    assert {n for (task, _), n in by_label.items() if task == "severity"} == {3}  # 8/7/8/7 per level -> 3 each
+    assert sorted(by_label[k] for k in by_label if k[0] == "tools") == [1, 1, 2, 2, 2, 2, 2]
+    order = [items.index(it) for it in sub]
+    assert order == sorted(order)
+    assert [it.id for it in stratified_subset(items, 12, seed=0)] == [it.id for it in sub]
+    assert [it.id for it in stratified_subset(items, 12, seed=1)] != [it.id for it in sub]
+    assert stratified_subset(items, 50) == items
+    with pytest.raises(InvalidRequestError, match="at least 1 line per workload"):
+        stratified_subset(items, 0)
+
+
+def test_comparison_reads_each_report_and_says_what_to_expect(tmp_path, capsys):
+    """`semif eval-compare` on the committed SmolLM2 report, twice under two labels; the line notebook 00 prints."""
+    from semif_lib.measurement.evaluation_comparison import describe_measured_quality
+
+    report = ROOT / "results" / "eval" / "report.json"
+    out_json, out_md = tmp_path / "comparison.json", tmp_path / "comparison.md"
+    assert main(["eval-compare", f"a={report}", f"b={report}", "--output", str(out_json), "--markdown", str(out_md)]) == 0
+    comparison = json.loads(out_json.read_text())
+    a, b = comparison["models"]
+    assert a["label"] == "a" and b["label"] == "b" and a["decisions"] == 174
+    assert a["accuracy"]["value"] == pytest.approx(json.loads(report.read_text())["overall"]["raw"]["accuracy"])
+    lo, hi = a["json_generation"]["ci95"]
+    assert lo <= a["json_generation"]["accuracy"] <= hi and a["rotation"]["orders"] == 3
+    text = out_md.read_text()
+    assert capsys.readouterr().out.startswith(text)
+    assert "| a | 135 / 174 | 0.28 | 0.29 [0.22, 0.37] |" in text and "| policy | 0.53 | 0.00 | 0.53 | 0.00 |" in text
+    line = describe_measured_quality(a["model"]["id"], out_json)
+    assert line.startswith("SmolLM2-135M-Instruct.Q4_1: readout accuracy 0.29 [95% CI 0.22-0.37] on 174") and "(chance 0.28)" in line
+    assert "not measured" in describe_measured_quality("other-model", out_json)
 
 
 def test_rotate_options_keeps_every_option():
@@ -57,24 +99,25 @@ def test_report_without_a_model_has_every_variant():
 
 @pytest.mark.model
 def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
-    """Every flag at once, on 8 requests; then the engine serves the file it wrote, calibrated.
+    """Every flag at once, on 9 requests (`--sample 3` of three workloads); then the engine serves the file it wrote, calibrated.
 
     One thread: on a shared 2-core machine OpenMP spin-waits make 2 threads several times slower.
     """
-    subset = tmp_path / "subset.jsonl"
-    lines = []
-    for name, n in (("routing", 3), ("severity", 3), ("code_search", 2)):
-        lines += (LABELED / f"{name}.jsonl").read_text().splitlines()[:n]
-    subset.write_text("\n".join(lines) + "\n")
+    from semif_lib.measurement.labeled import stratified_subset
+
+    inputs = [LABELED / f"{name}.jsonl" for name in ("routing", "severity", "code_search")]
+    lines = [json.dumps({**it.request, "id": it.id}) for it in stratified_subset(read_labeled(inputs), 3)]
     report_path, cal_path = tmp_path / "report.json", tmp_path / "cal.json"
-    rc = main(["eval", str(subset), "--calibrate", "--folds", "2", "--permute", "2", "--debias", "--bootstrap", "20",
+    rc = main(["eval", *map(str, inputs), "--sample", "3", "--calibrate", "--folds", "2", "--permute", "2", "--debias", "--bootstrap", "20",
                "--coverage", "0.5", "--max-error", "0.5", "--output", str(report_path), "--calibration-out", str(cal_path),
                "--threads", "1", "--n-ctx", "2048", "--quiet"])
     assert rc == 0
     out = capsys.readouterr().out
     assert "calibrated_oof" in out and "json_generation" in out and "flip rate" in out
     report = json.loads(report_path.read_text())
-    assert report["counts"] == {"requests": 8, "decisions": 8, "states": 8}
+    assert report["counts"] == {"requests": 9, "decisions": 9, "states": 9, "lines_read": 92}
+    assert report["options"]["sample"] == 3 and "--sample 3" in report["command"]
+    assert sorted(d["id"] for d in report["decisions"]) == sorted(json.loads(line)["id"] for line in lines)
     assert set(report["tasks"]) == {"routing", "severity", "code_search"}
     assert "recall_at_1" in report["tasks"]["code_search"]["raw"]
     assert 0 <= report["json_baseline"]["all"]["invalid_json_rate"] <= 1

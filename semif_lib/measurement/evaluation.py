@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..arguments import add_engine_arguments, engine_overrides
 from ..errors import InvalidRequestError
+from .evaluation_comparison import register_compare_cli
 from .evaluation_report import format_markdown, format_report, plot_reliability, reliability_sets
 from .evaluation_scoring import (
     CONTENT_FREE_STATES,
@@ -40,7 +41,7 @@ from .evaluation_scoring import (
     score_decisions,
     score_permutations,
 )
-from .labeled import LabeledItem, label_to_index, read_labeled
+from .labeled import LabeledItem, label_to_index, read_labeled, stratified_subset
 from .prediction_sets import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -289,8 +290,8 @@ def describe_command(args: argparse.Namespace) -> str:
         if getattr(args, flag):
             parts.append("--" + flag.replace("_", "-"))
     for flag, default in (("folds", 5), ("coverage", DEFAULT_TARGET_COVERAGE), ("max_error", DEFAULT_MAX_ERROR), ("permute", 0),
-                          ("bootstrap", 500), ("seed", 0), ("limit", None), ("model", None), ("threads", None), ("n_ctx", None),
-                          ("output", None), ("plot", None), ("calibration_out", None)):
+                          ("bootstrap", 500), ("seed", 0), ("limit", None), ("sample", None), ("model", None), ("threads", None),
+                          ("n_ctx", None), ("output", None), ("plot", None), ("calibration_out", None)):
         value = getattr(args, flag, None)
         if value != default:
             parts += ["--" + flag.replace("_", "-"), str(value)]
@@ -302,6 +303,9 @@ def command_eval(args: argparse.Namespace) -> int:
     from ..settings import load_settings
 
     items = read_labeled(args.input, limit=args.limit)
+    lines = len(items)
+    if args.sample is not None:
+        items = stratified_subset(items, args.sample, args.seed)
     states = len({item.group_id for item in items})
     if args.calibrate and states < 2:
         raise InvalidRequestError(f"--calibrate fits out of fold, grouped by state, and needs labeled lines from at least 2 states; "
@@ -314,6 +318,8 @@ def command_eval(args: argparse.Namespace) -> int:
             baseline=not args.no_baseline, bootstrap=args.bootstrap, seed=args.seed, progress=not args.quiet,
         )
     report["command"] = describe_command(args)
+    report["options"]["sample"] = args.sample
+    report["counts"]["lines_read"] = lines
     report["inputs"] = [str(p) for p in args.input]
     report["timing"]["total_s"] = round(time.perf_counter() - started, 2)
     print(f"model {report['model']['id']} (sha256 {report['model']['sha256'][:12]}), {len(items)} requests, "
@@ -359,6 +365,8 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--bootstrap", type=int, default=500, help="bootstrap resamples (over states) for 95%% intervals; 0 = none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, help="use only the first N lines of each file")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="at most N lines per workload, drawn stratified by label (seeded by --seed), for a slow model")
     p.add_argument("--output", type=Path, help="write the full report as JSON (and the reliability plot next to it as .png)")
     p.add_argument("--plot", type=Path, help="reliability diagram + confidence histogram PNG (default: next to --output)")
     p.add_argument("--calibration-out", type=Path, dest="calibration_out",
@@ -366,3 +374,4 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_engine_arguments(p)
     p.set_defaults(func=command_eval)
+    register_compare_cli(subparsers)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from ..errors import InvalidRequestError
 from ..jsonlines import read_lines
 
-__all__ = ["LabeledItem", "label_to_index", "read_labeled"]
+__all__ = ["LabeledItem", "label_to_index", "read_labeled", "stratified_subset"]
 
 
 @dataclass
@@ -41,6 +41,38 @@ def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[
     if not items:
         raise InvalidRequestError("no labeled lines found", field="input")
     return items
+
+
+def stratified_subset(items: Sequence[LabeledItem], per_task: int, seed: int = 0) -> list[LabeledItem]:
+    """At most `per_task` lines of each workload, allotted to its label strata in proportion (seeded; input order kept).
+
+    For `semif eval --sample N` on a model too slow for every line: each workload keeps its share of every
+    answer (routing's six queues, severity's four levels), so accuracy and balanced accuracy stay comparable
+    with the full set's, within the wider intervals of a smaller sample. A stratum is a line's whole label set;
+    the largest remainders, ties broken by the seed, get the lines left over after rounding down.
+    """
+    import json
+    import math
+    import random
+
+    if per_task < 1:
+        raise InvalidRequestError(f"--sample keeps at least 1 line per workload, got {per_task}", field="sample")
+    rng = random.Random(seed)
+    keep: set[int] = set()
+    for task in sorted({item.task for item in items}):
+        rows = [i for i, item in enumerate(items) if item.task == task]
+        strata: dict[str, list[int]] = {}
+        for i in rows:
+            strata.setdefault(json.dumps(items[i].labels, sort_keys=True), []).append(i)
+        quota = {key: per_task * len(members) / len(rows) for key, members in sorted(strata.items())}
+        counts = {key: min(math.floor(q), len(strata[key])) for key, q in quota.items()}
+        ties = {key: rng.random() for key in quota}
+        leftover = min(per_task, len(rows)) - sum(counts.values())
+        for key in sorted(quota, key=lambda k: (counts[k] - quota[k], ties[k]))[:leftover]:
+            counts[key] += 1
+        for key, members in sorted(strata.items()):
+            keep.update(rng.sample(members, counts[key]))
+    return [item for i, item in enumerate(items) if i in keep]
 
 
 def parse_labeled_line(path: Path, number: int, line: str) -> LabeledItem:
