@@ -110,6 +110,13 @@ class ModelLoadError(SemifError):
     error_type = "model_load_failed"
 
 
+class InsufficientStorageError(SemifError):
+    """Not enough free disk for what was asked (packaging a model); the message names the size needed and the way out."""
+
+    status_code = 507
+    error_type = "insufficient_storage"
+
+
 class DecodeError(ServiceBusyError):
     """llama.cpp could not decode a batch; the engine has released what the request held, so a retry can succeed."""
 

@@ -105,20 +105,13 @@ def _quantization(file_type: int | None, reader: Any) -> str:
     return max(counts, key=counts.__getitem__) if counts else "unknown"
 
 
-def _shards(path: Path) -> list[Path]:
-    from .modelsource import SPLIT_RE
-
-    match = SPLIT_RE.match(path.name)
-    if not match:
-        return [path]
-    return [path.with_name(f"{match['stem']}-{i:05d}-of-{match['count']}.gguf") for i in range(1, int(match["count"]) + 1)]
-
-
 def read_metadata(path: Path, n_ctx: int) -> ModelReport:
     """Everything the GGUF's metadata says, read with the `gguf` package (no weights loaded)."""
     import gguf
 
-    shards = [p for p in _shards(path) if p.is_file()]
+    from .modelsource import local_shards
+
+    shards = local_shards(path)
     readers = [gguf.GGUFReader(p, "r") for p in shards]
     head = readers[0]
     arch = _field(head, "general.architecture")

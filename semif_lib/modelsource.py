@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .errors import ModelNotFoundError
 
-__all__ = ["HubModel", "HubReference", "download_hub_model", "is_hub_reference", "parse_hub_reference", "split_shards"]
+__all__ = ["HubModel", "HubReference", "download_hub_model", "hub_origin", "is_hub_reference", "local_shards", "parse_hub_reference",
+           "split_shards"]
 
 SPLIT_RE = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -50,6 +51,7 @@ class HubModel:
     shards: tuple[str, ...]
     sha256: tuple[str, ...]
     size: int
+    files: tuple[Path, ...] = ()  # every shard's local path, first shard first
 
 
 def is_hub_reference(text: object) -> bool:
@@ -80,6 +82,21 @@ def parse_hub_reference(text: object) -> HubReference:
     return HubReference(uri.id, uri.path_in_repo, uri.revision)
 
 
+def hub_origin(path: Path | str) -> HubReference | None:
+    """The repository, file and resolved commit of a file inside huggingface_hub's cache, else None.
+
+    The cache lays a download out as `models--org--repo/snapshots/<commit>/<path in repo>`, so a path
+    read from there names its commit however it was found (a hub reference, `SEMIF_MODEL_PATH` set to the
+    cached file, a packaged copy's manifest): this is what model_info and the package record.
+    """
+    parts = Path(path).parts
+    for i in range(len(parts) - 3, -1, -1):
+        if parts[i].startswith("models--") and parts[i + 1] == "snapshots" and len(parts) > i + 3:
+            repo_id = parts[i][len("models--"):].replace("--", "/", 1)
+            return HubReference(repo_id, "/".join(parts[i + 3:]), parts[i + 2])
+    return None
+
+
 def split_shards(filename: str) -> tuple[str, ...]:
     """Every shard of a split GGUF named by its first (`x-00001-of-00003.gguf`), or just `filename`."""
     match = SPLIT_RE.match(filename)
@@ -90,6 +107,16 @@ def split_shards(filename: str) -> tuple[str, ...]:
         first = f"{match['stem']}-00001-of-{match['count']}.gguf"
         raise ModelNotFoundError(f"{filename} is shard {index} of a split GGUF: name the first shard, {first}", field="model_path")
     return tuple(f"{match['stem']}-{i:05d}-of-{match['count']}.gguf" for i in range(1, count + 1))
+
+
+def local_shards(path: Path) -> tuple[Path, ...]:
+    """Every shard of a local GGUF named by its first, beside it (just `path` when it is not split); one missing is an error."""
+    files = tuple(path.with_name(name) for name in split_shards(path.name))
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise ModelNotFoundError(f"{path.name} is the first of {len(files)} shards; {', '.join(missing)} missing beside it in "
+                                 f"{path.parent}: a split GGUF is used whole", field="model_path")
+    return files
 
 
 def download_hub_model(reference: HubReference | str, progress: bool = True) -> HubModel:
@@ -118,10 +145,11 @@ def download_hub_model(reference: HubReference | str, progress: bool = True) -> 
     finally:
         enable_progress_bars()
     digests = tuple(verify_blob(path, Path(constants.HF_HOME)) for path in paths)
-    commit = paths[0].parents[len(Path(ref.filename).parts) - 1].name  # snapshots/<commit>/<filename>
+    origin = hub_origin(paths[0])
+    commit = origin.revision if origin else "unknown"
     size = sum(p.stat().st_size for p in paths)
     print(f"model {ref} at commit {commit}: {len(paths)} file(s), {size / 1e9:.2f} GB, sha256 checked -> {paths[0]}", file=sys.stderr)
-    return HubModel(ref, paths[0], commit, shards, digests, size)
+    return HubModel(ref, paths[0], commit, shards, digests, size, tuple(paths))
 
 
 def verify_blob(path: Path, hf_home: Path) -> str:

@@ -138,7 +138,19 @@ class Settings(BaseSettings):
     gpu_instance_type: str = Field("ml.g6.xlarge", description="Real-time endpoint instance for the cuda variant.")
     arm_instance_type: str = Field("ml.c7g.xlarge", description="Real-time endpoint instance for the arm64 variant (Graviton).")
     transform_instance_type: str = Field("ml.c6i.xlarge", description="Batch Transform instance.")
-    startup_timeout_s: int = Field(600, ge=60, le=3600, description="ContainerStartupHealthCheckTimeoutInSeconds.")
+    # Big models (issue 23): unset, each is derived from the GGUF's size by modelpackage.plan_hosting; the bounds are
+    # SageMaker's (botocore's ProductionVariant shapes; tests/test_packaging.py reads them from the service model).
+    startup_timeout_s: int | None = Field(
+        None, ge=60, le=3600, description="ContainerStartupHealthCheckTimeoutInSeconds; unset: 600 s plus the GGUF's read time.")
+    model_download_timeout_s: int | None = Field(
+        None, ge=60, le=3600, description="ModelDataDownloadTimeoutInSeconds; unset: 600 s plus the model data's download time.")
+    volume_size_gb: int | None = Field(
+        None, ge=1, le=512, description="VolumeSizeInGB of each endpoint instance (instances with NVMe storage refuse it); unset: "
+                                        "sent only when the model data needs more than SageMaker's ~30 GB default.")
+    model_data: Literal["tarball", "uncompressed"] = Field(
+        "tarball", description="How the GGUF goes to SageMaker: model.tar.gz (ModelDataUrl), or uncompressed: the GGUF file(s) under "
+                               "an S3 prefix (S3ModelDataSource, CompressionType None): no tarball, no second local copy, no "
+                               "Batch Transform (target=aws only).")
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")
     local_decision_url: str = Field("http://127.0.0.1:8080", description="Local decision adapter (`semif serve`) for target=local.")
     local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .invocation import build_chat_request, encode_payload
-from .modelpackage import build_model_tarball
+from .modelpackage import build_model_package
 from .registry import KeptResource, WorkshopState, resource_name
 from .settings import Settings
 from .targets import (
@@ -69,14 +69,15 @@ TEXT_STEP = "02_deploy_text_dlc (workshop.deploy_text_model)"
 # ====================================================================== workshop steps
 def package_model(gguf: Path | str | None = None, settings: Settings | None = None, state: WorkshopState | None = None,
                   progress: bool = True) -> dict[str, Any]:
-    """Step 01: build `model.tar.gz` (GGUF at its root, sha256 recorded); on AWS also upload it to S3.
+    """Step 01: inspect the GGUF (a path or a hub reference; one that cannot work is refused here), build `model.tar.gz`
+    (every shard at its root, sha256 recorded), or nothing with `SEMIF_MODEL_DATA=uncompressed`; on AWS also upload it.
 
-    Returns `{"tarball", "gguf_name", "sha256", "size", "model_data_url", "uploaded"}`.
+    Returns `ModelPackage.record()`: `{"tarball", "gguf_name", "sha256", "size", "gguf_size", "files", "source",
+    "model_data_url", "uploaded"}`.
     """
     settings, state = settings_and_state(settings, state)
-    package = build_model_tarball(gguf, out_dir=Path(settings.state_file).parent / "packages")
-    info: dict[str, Any] = {"tarball": str(package.tarball), "gguf_name": package.gguf_name, "sha256": package.sha256,
-                            "size": package.tarball_size, "model_data_url": package.tarball.resolve().as_uri(), "uploaded": False}
+    package = build_model_package(gguf, out_dir=Path(settings.state_file).parent / "packages", settings=settings)
+    info: dict[str, Any] = package.record()
     info.update(select_target(settings).publish_model(package, state, progress))
     state.set("model_package", info)
     state.set("model_data_url", info["model_data_url"])

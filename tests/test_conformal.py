@@ -118,3 +118,39 @@ def test_semif_sets_refits_the_committed_report_without_a_model(tmp_path, capsys
     for kind, m in again["by_kind"].items():  # a chance-level model: honest sets hold (nearly) every option
         assert m["coverage_ci95"][0] <= m["coverage"] <= m["coverage_ci95"][1]
         assert 1 <= m["mean_set_size"] <= m["mean_options"]
+
+
+def test_the_abstention_curve_trades_answered_share_for_accuracy_on_it():
+    """Each threshold answers the decisions whose top probability reaches it; accuracy is counted on those only."""
+    from semif_lib.measurement.prediction_sets import abstention_curve
+
+    top = [0.95, 0.85, 0.72, 0.63, 0.41, 0.33]
+    correct = [True, True, True, False, False, True]
+    curve = abstention_curve(top, correct, points=11)
+    at = {p["min_confidence"]: p for p in curve}
+    assert at[0.0] == {"min_confidence": 0.0, "answered_share": 1.0, "accuracy_answered": pytest.approx(4 / 6)}
+    assert (at[0.5]["answered_share"], at[0.5]["accuracy_answered"]) == (pytest.approx(4 / 6), pytest.approx(3 / 4))
+    assert (at[0.8]["answered_share"], at[0.8]["accuracy_answered"]) == (pytest.approx(2 / 6), 1.0)
+    assert (at[1.0]["answered_share"], at[1.0]["accuracy_answered"]) == (0.0, None)  # nothing answered: no accuracy to claim
+    shares = [p["answered_share"] for p in curve]
+    assert shares == sorted(shares, reverse=True)
+
+
+def test_served_sets_are_read_from_the_wire_answers_and_drawn(tmp_path):
+    """Labels meet the served option keys (noul true/false, choice names, score level indices), and the plot is written."""
+    from semif_lib.measurement.prediction_sets import plot_served_sets, served_examples
+
+    request = {"state": "s", "questions": {
+        "ok": {"type": "noul", "instructions": "Is it ok?"},
+        "queue": {"type": "choice", "instructions": "Which queue?", "criteria": {"billing": None, "technical": None, "other": None}},
+        "level": {"type": "score", "instructions": "How bad?", "criteria": ["low", "mid", "high"]}}}
+    body = {"answers": {
+        "ok": {"type": "noul", "noul": 0.3, "x_probabilities": {"true": 0.3, "false": 0.7}, "x_prediction_set": ["false", "true"]},
+        "queue": {"type": "choice", "choice": "billing", "probabilities": {"billing": 0.6, "technical": 0.3, "other": 0.1},
+                  "x_prediction_set": ["billing"], "x_abstain": False},
+        "level": {"type": "score", "score": 1.1, "probabilities": {"0": 0.2, "1": 0.5, "2": 0.3}, "x_prediction_set": [1, 2],
+                  "x_abstain": True}}}
+    examples = served_examples(request, {"ok": False, "queue": "technical", "level": 2}, body, title="r1")
+    assert [(name, label) for name, _, label in examples] == [("r1 ok", "false"), ("r1 queue", "technical"), ("r1 level", "2")]
+    path = plot_served_sets(examples, tmp_path / "sets.png", title="synthetic")
+    assert path.stat().st_size > 10_000

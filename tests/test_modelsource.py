@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from semif_lib.errors import ModelNotFoundError
-from semif_lib.modelsource import parse_hub_reference, split_shards
+from semif_lib.modelsource import HubReference, hub_origin, parse_hub_reference, split_shards
 
+from support.aws import make_fake_gguf
 from support.hub import COMMIT, HubRepo, LoopbackHub, hub_env
 from support.paths import DATA, ROOT
 
@@ -27,6 +28,16 @@ try:
 except SemifError as exc:
     print(json.dumps({"error": exc.message})); raise SystemExit(0)
 print(json.dumps({"path": str(path), "siblings": sorted(p.name for p in path.parent.iterdir())}))
+"""
+
+PACKAGE = """
+import json, sys
+from pathlib import Path
+from semif_lib.modelpackage import build_model_tarball, list_tarball
+from semif_lib.settings import Settings
+package = build_model_tarball(sys.argv[1], out_dir=Path(sys.argv[2]), settings=Settings(model_dir=Path(sys.argv[2]) / "none"))
+print(json.dumps({"members": list_tarball(package.tarball), "source": package.source, "files": [str(f) for f in package.files],
+                  "manifest": json.loads((package.tarball.parent / "manifest.json").read_text())}))
 """
 
 
@@ -59,6 +70,13 @@ def test_split_gguf_is_named_by_its_first_shard():
     assert split_shards("model.gguf") == ("model.gguf",)
     with pytest.raises(ModelNotFoundError, match="name the first shard, q4-00001-of-00003.gguf"):
         split_shards("q4-00002-of-00003.gguf")
+
+
+def test_hub_origin_reads_repository_and_commit_from_the_cache_layout(tmp_path):
+    cached = tmp_path / "hub" / "models--org--repo" / "snapshots" / COMMIT / "gguf" / "m-00001-of-00002.gguf"
+    assert hub_origin(cached) == HubReference("org/repo", "gguf/m-00001-of-00002.gguf", COMMIT)
+    assert str(hub_origin(cached)) == f"hf://org/repo/gguf/m-00001-of-00002.gguf@{COMMIT}"
+    assert hub_origin(tmp_path / "models" / "m.gguf") is None
 
 
 @pytest.fixture()
@@ -115,6 +133,21 @@ def test_missing_file_and_offline_without_cache_are_one_line_each(tmp_path, shar
         assert "not in the local cache" in offline["error"] and "HF_HUB_OFFLINE" in offline["error"]
 
 
+def test_packaging_takes_a_hub_reference_and_every_shard(tmp_path):
+    """`build_model_tarball("hf://...")`: downloaded through the real client, inspected (llama.cpp opens both shards of
+    this weightless split GGUF), every shard at the tarball's root, the repository and resolved commit recorded."""
+    first = make_fake_gguf(tmp_path / "src" / "tiny.gguf", shards=2)
+    names = [first.name, first.name.replace("00001-of", "00002-of")]
+    with LoopbackHub({"org/split": HubRepo({f"gguf/{n}": first.with_name(n) for n in names})}) as hub:
+        run = subprocess.run([sys.executable, "-c", PACKAGE, f"hf://org/split/gguf/{names[0]}@main", str(tmp_path / "pkg")],
+                             env=hub_env(hub, tmp_path / "hf"), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["members"] == names and got["source"] == f"hf://org/split/gguf/{names[0]}@{COMMIT}"
+    assert all(f"/snapshots/{COMMIT}/gguf/" in f for f in got["files"])  # packaged from the cache: no third copy
+    assert got["manifest"]["source"] == got["source"] and got["manifest"]["inspection"]["architecture"] == "llama"
+
+
 @pytest.mark.model
 def test_semif_score_runs_a_model_named_by_hub_reference(tmp_path):
     """The README's Studio command, end to end: `semif score ... --model hf://...` through the real client."""
@@ -131,3 +164,5 @@ def test_semif_score_runs_a_model_named_by_hub_reference(tmp_path):
     assert f"at commit {COMMIT}" in run.stderr and "model SmolLM2-135M-Instruct.Q4_1," in run.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 5 and all("answers" in r for r in records)
+    info = records[0]["x_model_info"]  # which model answered, down to the commit the revision resolved to
+    assert info["revision"] == COMMIT and info["source"] == f"hf://HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/{gguf.name}@{COMMIT}"

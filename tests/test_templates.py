@@ -75,11 +75,23 @@ def test_prompt_ends_at_the_answer_and_slots_verify(template_copies, name):
         assert all(0.0 < a.option_mass <= 1.0 for a in response.answers.values())
 
 
-def test_a_template_that_leaves_thinking_open_is_refused_with_a_400(template_copies):
-    """Refused when the engine first renders a prompt (finding its letter slots): the model never serves."""
+def test_a_template_that_leaves_thinking_open_is_refused_with_a_400(template_copies, monkeypatch):
+    """Refused when the engine first renders a prompt (finding its letter slots): the model never serves, and the
+    weights llama.cpp loaded for it are freed before the error leaves (no engine exists to close them later)."""
+    from semif_lib.decision import engine as engine_module
+
+    loaded = []
+
+    class RecordedBackend(engine_module.LlamaBackend):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            loaded.append(self)
+
+    monkeypatch.setattr(engine_module, "LlamaBackend", RecordedBackend)
     with pytest.raises(InvalidRequestError) as info:
         _engine(template_copies["think-left-open"])
     assert info.value.status_code == 400 and info.value.field == "model" and "<think> block open" in info.value.message
+    assert len(loaded) == 1 and loaded[0].closed and loaded[0]._model is None  # llama_model_free ran
 
 
 def test_slots_that_do_not_verify_are_refused_with_a_400_naming_the_question(template_copies):

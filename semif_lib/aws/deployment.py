@@ -34,6 +34,7 @@ from ..invocation import (
     text_settings,
 )
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
+from ..modelpackage import HostingPlan, plan_hosting
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import (
@@ -126,17 +127,49 @@ class EndpointSpec:
     """What defines an endpoint's model and config; its hash names both, so a change makes new ones."""
 
     image_uri: str
-    model_data_url: str
+    model_data_url: str  # ending in "/": an S3 prefix of uncompressed model data (see `container_model_data`)
     env: dict[str, str]
     instance_type: str
     instance_count: int
     startup_timeout_s: int
     gpu: bool
+    download_timeout_s: int | None = None
+    volume_size_gb: int | None = None
 
     def digest(self) -> str:
         gpu = [GPU_INFERENCE_AMI] if self.gpu else []  # a new GPU AMI makes a new config
+        big = [self.download_timeout_s, self.volume_size_gb] if self.download_timeout_s or self.volume_size_gb else []
         return _content_hash(self.image_uri, self.model_data_url, self.env, self.instance_type, self.instance_count,
-                             self.startup_timeout_s, *gpu)
+                             self.startup_timeout_s, *gpu, *big)
+
+
+def accepts_volume_size(instance_type: str) -> bool:
+    """Whether SageMaker takes VolumeSizeInGB for `instance_type`: not on instances with local NVMe storage, whose disk is
+    fixed (AWS: "When using an ML instance with NVMe SSD volumes, SageMaker doesn't provision Amazon EBS"). Their family
+    has a "d" (ml.c5d, ml.m5d, ml.g4dn, ml.p4d), or is g5 / g6 / g6e / p5 / trn / inf2, the families the SageMaker Python
+    SDK's `volume_size_supported` also excludes. Only a real account confirms a family added after this list."""
+    family = instance_type.removeprefix("ml.").split(".")[0]
+    return "d" not in family and not family.startswith(("g5", "g6", "p5", "trn", "inf2"))
+
+
+def plan_endpoint_hosting(state: WorkshopState, settings: Settings, instance_type: str) -> HostingPlan:
+    """`modelpackage.plan_hosting` for the packaged model (its recorded size and format) on `instance_type`."""
+    package = state.get("model_package") or {}
+    gguf_bytes = int(package.get("gguf_size") or package.get("size") or 0)
+    return plan_hosting(gguf_bytes, settings, compressed=not str(state.get("model_data_url") or "").endswith("/"),
+                        accepts_volume=accepts_volume_size(instance_type))
+
+
+def container_model_data(model_data_url: str) -> dict[str, Any]:
+    """The container's model data: a tarball is ModelDataUrl (SageMaker unpacks it into /opt/ml/model); a URL ending in "/" is
+    an S3 prefix of uncompressed files, S3ModelDataSource with CompressionType None (copied as they are; AWS: "A valid key
+    name prefix identified by S3Uri always ends with a forward slash"). No ModelAccessConfig: that accepts a JumpStart EULA."""
+    if model_data_url.endswith("/"):
+        from sagemaker.core.shapes import ModelDataSource, S3ModelDataSource
+
+        return {"model_data_source": ModelDataSource(s3_data_source=S3ModelDataSource(
+            s3_uri=model_data_url, s3_data_type="S3Prefix", compression_type="None"))}
+    return {"model_data_url": model_data_url}
 
 
 def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
@@ -146,7 +179,7 @@ def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: Works
 
     if _exists(lambda: Model.get(model_name=name, **_sdk(settings))) is None:
         role = resolve_execution_role(settings, state)
-        container = ContainerDefinition(image=spec.image_uri, model_data_url=spec.model_data_url, environment=spec.env)
+        container = ContainerDefinition(image=spec.image_uri, environment=spec.env, **container_model_data(spec.model_data_url))
         retry_while_role_propagates(
             lambda: Model.create(model_name=name, primary_container=container, execution_role_arn=role,
                                  tags=_sdk_tags(state), **_sdk(settings)), f"model {name}")
@@ -161,7 +194,11 @@ def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, setti
     from sagemaker.core.shapes import ProductionVariant
 
     if _exists(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
-        extra = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
+        extra: dict[str, Any] = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
+        if spec.download_timeout_s:
+            extra["model_data_download_timeout_in_seconds"] = spec.download_timeout_s
+        if spec.volume_size_gb:
+            extra["volume_size_in_gb"] = spec.volume_size_gb
         variant = ProductionVariant(variant_name="AllTraffic", model_name=model_name, instance_type=spec.instance_type,
                                     initial_instance_count=spec.instance_count, initial_variant_weight=1.0,
                                     container_startup_health_check_timeout_in_seconds=spec.startup_timeout_s, **extra)
@@ -250,8 +287,11 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
     settings, state = settings_and_state(settings, state)
     instance_type = instance_type or {"cuda": settings.gpu_instance_type, "arm64": settings.arm_instance_type}.get(
         settings.dlc_variant, settings.instance_type)
+    plan = plan_endpoint_hosting(state, settings, instance_type)  # volume and timeouts grow with the model
+    for note in plan.notes:
+        print(f"{purpose} endpoint: {note}")
     spec = EndpointSpec(image_uri, model_data_url, validate_container_env(env), instance_type, instance_count,
-                        settings.startup_timeout_s, settings.dlc_variant == "cuda")
+                        plan.startup_timeout_s, settings.dlc_variant == "cuda", plan.download_timeout_s, plan.volume_size_gb)
     endpoint = state.name(purpose)
     name = f"{endpoint}-{spec.digest()}"
     ensure_model(name, spec, settings, state)

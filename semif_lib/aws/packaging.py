@@ -1,4 +1,5 @@
-"""Upload the packaged GGUF (`model.tar.gz`, built by `semif_lib.modelpackage`) to S3 as SageMaker model data.
+"""Upload the packaged GGUF (`model.tar.gz`, or the GGUF files uncompressed, built by `semif_lib.modelpackage`) to S3 as
+SageMaker model data.
 
 The GGUF's sha256 is recorded beside the tarball and in the S3 object's metadata, so a second upload
 of the same model is skipped. `ModelPackage`, `build_model_tarball` and `list_tarball` are
@@ -143,23 +144,35 @@ def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata:
 
 def upload_model(package: ModelPackage, bucket: str | None = None, key: str | None = None,
                  settings: Settings | None = None, state: WorkshopState | None = None, progress: bool = True) -> UploadResult:
-    """Upload `model.tar.gz` to `s3://bucket/<prefix>/<run id>/models/<sha12>/model.tar.gz`, idempotently.
+    """Upload `model.tar.gz` to `s3://bucket/<prefix>/<run id>/models/<sha12>/model.tar.gz`, idempotently; without a tarball
+    (uncompressed model data) every GGUF file under `.../models/<sha12>/files/`, and the result is that prefix (ending in `/`,
+    as S3ModelDataSource wants one: SageMaker copies every object under it into /opt/ml/model).
 
-    When the object is already there with the same GGUF sha256 in its metadata, nothing is sent.
+    When an object is already there with the same GGUF sha256 in its metadata (and the same size), nothing is sent.
     """
     settings, state = settings_and_state(settings, state)
     bucket = bucket or ensure_bucket(settings, state)
-    key = key or f"{state.prefix(settings)}/models/{package.sha256[:12]}/model.tar.gz"
+    folder = f"{state.prefix(settings)}/models/{package.sha256[:12]}"
+    uploads = [(package.tarball, key or f"{folder}/model.tar.gz")] if package.tarball else \
+        [(path, f"{key or folder + '/files'}/{path.name}") for path in package.files]
+    skipped = True
+    for path, object_key in uploads:
+        skipped &= _upload_once(path, bucket, object_key, package, settings, progress)
+        state.record("s3_object", f"s3://{bucket}/{object_key}", bucket=bucket, key=object_key)
+    result_key = uploads[0][1] if package.tarball else uploads[0][1].rsplit("/", 1)[0] + "/"
+    return UploadResult(uri=f"s3://{bucket}/{result_key}", bucket=bucket, key=result_key, skipped=skipped)
+
+
+def _upload_once(path: Path, bucket: str, key: str, package: ModelPackage, settings: Settings, progress: bool) -> bool:
+    """Upload unless the object is there with this model's sha256 and the file's size; True when skipped."""
     s3 = make_client("s3", settings)
     try:
         head = s3.head_object(Bucket=bucket, Key=key)
-        if head.get("Metadata", {}).get(SHA_METADATA_KEY) == package.sha256:
-            state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
-            return UploadResult(uri=f"s3://{bucket}/{key}", bucket=bucket, key=key, skipped=True)
+        if head.get("Metadata", {}).get(SHA_METADATA_KEY) == package.sha256 and head.get("ContentLength") == path.stat().st_size:
+            return True
     except Exception as exc:  # ClientError 404 means: upload it
         if not is_not_found(exc):
             raise
-    upload_file(package.tarball, bucket, key, settings, progress=progress,
+    upload_file(path, bucket, key, settings, progress=progress,
                 metadata={SHA_METADATA_KEY: package.sha256, "gguf-name": package.gguf_name})
-    state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
-    return UploadResult(uri=f"s3://{bucket}/{key}", bucket=bucket, key=key, skipped=False)
+    return False

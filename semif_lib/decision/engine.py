@@ -23,6 +23,7 @@ from typing import Any, Callable, Literal, Sequence
 
 from ..errors import InvalidRequestError, ModelLoadError, SemifError
 from ..modelfile import find_model_path
+from ..modelsource import hub_origin
 from ..settings import MODES, Settings, load_settings
 from .backend import LlamaBackend, ensure_backend, inject_faults, make_fault_plan
 from .conditioning import order_waves, score_in_waves
@@ -78,8 +79,17 @@ class DecisionEngine:
         same for a server process.
         """
         s = settings or load_settings()
-        self.model_path = Path(model_path) if model_path else find_model_path(s.model_path, s.model_dir)
+        self.model_path = find_model_path(model_path or s.model_path, s.model_dir)  # a hub reference: its cached file
         self.backend = backend = LlamaBackend(s, self.model_path)
+        try:  # the prompt check (letter slots), a calibration for another model: whatever refuses frees the model
+            self._build(s, fail_decode)
+        except BaseException:
+            backend.close()
+            raise
+
+    def _build(self, s: Settings, fail_decode: Callable[[int], bool] | None) -> None:
+        """Everything above the loaded backend; may refuse the model (a template leaving <think> open: a 400)."""
+        backend = self.backend
         faults = fail_decode or make_fault_plan(s.fault_decodes, s.fault_rate, s.fault_seed)
         if faults is not None:
             inject_faults(backend, faults)
@@ -88,6 +98,7 @@ class DecisionEngine:
         self.renderer = PromptRenderer(backend.chat_template, bos_token=backend.bos_text, eos_token=backend.eos_text)
         self.model_name = backend.meta("general.name") or self.model_path.stem
         self.model_id = self.model_path.name.removesuffix(".gguf")
+        self.model_origin = hub_origin(self.model_path)  # repository and resolved commit when it came from the hub
         self.counters = Counters()
         # spilled prefixes live in host memory, so only resident ones are bounded by the KV cells
         budget = s.cache_tokens if s.cache_spill else min(s.cache_tokens, self.n_ctx // 2)
@@ -98,11 +109,7 @@ class DecisionEngine:
         if s.calibration:
             from .calibrator import load_calibration
 
-            try:  # a file for another model is refused: free the model before raising
-                self.calibration = load_calibration(s.calibration, self.model_path)
-            except Exception:
-                self.close()
-                raise
+            self.calibration = load_calibration(s.calibration, self.model_path)  # a file for another model is refused
 
     # ------------------------------------------------------------------ settings and facts
     @property
@@ -146,6 +153,7 @@ class DecisionEngine:
             "flash_attn": self.settings.flash_attn,
             "prompt_version": PROMPT_VERSION,
             "chat_template": bool(self.renderer.chat_template),
+            **({"source": str(self.model_origin), "revision": self.model_origin.revision} if self.model_origin else {}),
         }
 
     def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:

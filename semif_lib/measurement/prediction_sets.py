@@ -39,10 +39,15 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_ERROR",
     "DEFAULT_TARGET_COVERAGE",
+    "abstention_curve",
     "evaluate_prediction_sets",
     "fit_rules",
     "format_prediction_sets",
+    "plot_prediction_sets",
+    "plot_served_sets",
     "rules_document",
+    "served_distribution",
+    "served_examples",
     "served_probabilities",
 ]
 
@@ -99,11 +104,15 @@ def _bootstrap_mean(values: Sequence[float], seed: int, draws: int = 1000) -> tu
     return (float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)))
 
 
-def _abstention_curve(top: Sequence[float], correct: Sequence[bool]) -> list[dict[str, float]]:
-    """Answered share against accuracy on the answered share, for thresholds 0, 0.05, ... 1."""
+def abstention_curve(top: Sequence[float], correct: Sequence[bool], points: int = CURVE_POINTS) -> list[dict[str, Any]]:
+    """Answered share against accuracy on the answered share, for `points` thresholds 0 ... 1 on the top probability.
+
+    What a `min_confidence` would cost and buy: answering only decisions whose top probability reaches
+    the threshold. Accuracy is None where nothing is answered.
+    """
     conf, ok = np.asarray(top), np.asarray(correct, dtype=bool)
     curve = []
-    for t in np.linspace(0.0, 1.0, CURVE_POINTS):
+    for t in np.linspace(0.0, 1.0, points):
         answered = conf >= t
         share = float(answered.mean()) if len(conf) else 0.0
         curve.append({"min_confidence": round(float(t), 3), "answered_share": share,
@@ -156,7 +165,7 @@ def _summarise(rows: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
         "answered_share": len(answered) / n,
         "accuracy_answered": (sum(r["correct"] for r in answered) / len(answered)) if answered else None,
         "accuracy_all": sum(r["correct"] for r in rows) / n,
-        "abstention_curve": _abstention_curve([r["top"] for r in rows], [r["correct"] for r in rows]),
+        "abstention_curve": abstention_curve([r["top"] for r in rows], [r["correct"] for r in rows]),
     }
 
 
@@ -203,6 +212,63 @@ def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str =
     right.legend(loc="lower left")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+Example = tuple[str, dict[str, Any], "str | None"]  # (title, a served answer as JSON, the labeled option's key or None)
+
+
+def served_examples(request: dict[str, Any], labels: dict[str, Any], body: dict[str, Any], title: str = "") -> list[Example]:
+    """(title, served answer, label key) for each labeled question of a request, from the server's response body.
+
+    The label (true/false, the option's name, the level's index, as the labeled files write it) is
+    matched to an option key the way `semif eval` scores it (`labeled.label_to_index`).
+    """
+    from ..decision.schema import parse_request
+    from .labeled import label_to_index
+
+    questions = parse_request(request).questions
+    out = []
+    for qid, expected in labels.items():
+        answer = body["answers"][qid]
+        keys = list(served_distribution(answer))
+        out.append((f"{title} {qid}".strip(), answer, keys[label_to_index(questions[qid], expected)]))
+    return out
+
+
+def served_distribution(answer: dict[str, Any]) -> dict[str, float]:
+    """The option probabilities of a served answer, keyed as `x_prediction_set` names them (a noul's x_probabilities)."""
+    return answer["x_probabilities"] if answer.get("type") == "noul" else answer["probabilities"]
+
+
+def plot_served_sets(examples: Sequence[Example], path: Path | str, title: str = "", columns: int = 3) -> Path:
+    """One panel per served answer: its options' probabilities, the options in its `x_prediction_set` filled, the label outlined.
+
+    What a client gating on the set sees: one filled bar is a decision it can act on, several are the
+    options the truth is among at the fitted coverage, and `x_abstain` is named in the panel's title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = max(1, -(-len(examples) // columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, 2.9 * rows), squeeze=False)
+    for ax, (name, answer, label) in zip(axes.flat, examples):
+        probs = served_distribution(answer)
+        chosen = {str(k) for k in answer.get("x_prediction_set", [])}
+        keys = list(probs)
+        ax.bar(range(len(keys)), [probs[k] for k in keys], color=["#4c72b0" if k in chosen else "#c9d3e6" for k in keys],
+               edgecolor=["#c0392b" if k == label else "none" for k in keys], linewidth=2.5)
+        verdict = "abstains" if answer.get("x_abstain") else "answers"
+        served = f"set {len(chosen)} of {len(keys)}" if "x_prediction_set" in answer else "no x_prediction_set served"
+        ax.set_title(f"{name}\n{served}, {verdict}", fontsize=9)
+        ax.set_xticks(range(len(keys)), [k[:12] for k in keys], rotation=40, ha="right", fontsize=7)
+        ax.set_ylim(0, 1)
+    for ax in list(axes.flat)[len(examples):]:
+        ax.axis("off")
+    fig.suptitle((title + "\n" if title else "") + "filled: in x_prediction_set; red outline: the labeled answer", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, path)
 

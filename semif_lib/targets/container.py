@@ -35,6 +35,7 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
     """Run `image` as SageMaker does (`run IMAGE serve`, model read-only at /opt/ml/model, SIGTERM on stop),
     its port 8080 published where `SEMIF_LOCAL_{DECISION,TEXT}_URL` says; recorded for `cleanup()`."""
     from ..containers import ContainerError, run_container
+    from ..modelpackage import plan_hosting
 
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
     if is_answering(url):
@@ -45,7 +46,9 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
     runtime.run("rm", "-f", name, check=False)  # a stopped one left by an interrupted run
     log(f"starting {image} as {name} on {url} (`{runtime.name} run ... {image} serve`)")
     try:
-        run_container(runtime, image, model_dir, port_of(url)[1], env, name=name, startup_timeout_s=settings.startup_timeout_s)
+        gguf_bytes = sum(p.stat().st_size for p in model_dir.glob("*.gguf"))  # the start-up wait grows with the model (plan_hosting)
+        startup = plan_hosting(gguf_bytes, settings, compressed=False).startup_timeout_s
+        run_container(runtime, image, model_dir, port_of(url)[1], env, name=name, startup_timeout_s=startup)
     except ContainerError as exc:
         raise LocalServerError(str(exc)) from None
     state.record("local_container", name, runtime=runtime.binary, image=image, url=url)
