@@ -246,10 +246,23 @@ def test_batch_transform_refuses_the_arm64_image(aws, aws_settings, fake_gguf, t
     assert len(st.find("s3_object")) == objects, "nothing uploaded"
 
 
-def test_batch_transform_runs_the_cuda_image_on_a_gpu(aws, aws_settings, fake_gguf, tmp_path):
+def test_cuda_batch_transform_is_refused_with_its_reason(aws, aws_settings):
+    """Issue 22: the batch GPU AMIs' driver 535 is below what the DLC's CUDA 13 needs; refused until a real account shows it works."""
+    from semif_lib.aws.clients import AwsSetupError
+    from semif_lib.aws.scaling import transform_resources
+
+    with pytest.raises(AwsSetupError, match="refused until a real account.*al2-ami-sagemaker-batch-gpu-535 \\(NVIDIA driver 535\\), "
+                                            "below the 580 that the DLC's CUDA 13.0.2 needs"):
+        transform_resources(_variant_settings(aws_settings, "cuda"))
+
+
+def test_batch_transform_runs_the_cuda_image_on_a_gpu(aws, aws_settings, fake_gguf, tmp_path, monkeypatch):
+    """Once a real account shows cuda Batch Transform works (dlc.CUDA_TRANSFORM_VERIFIED): the job's GPU resources."""
+    from semif_lib.aws import dlc
     from semif_lib.aws.clients import make_client
     from semif_lib.aws.dlc import GPU_TRANSFORM_AMI
 
+    monkeypatch.setattr(dlc, "CUDA_TRANSFORM_VERIFIED", True)
     settings = _variant_settings(aws_settings, "cuda")
     from semif_lib.workshop import load_state
 

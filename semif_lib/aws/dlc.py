@@ -16,6 +16,7 @@ __all__ = [
     "DLC_ACCOUNTS",
     "DLC_IMAGES",
     "GPU_INFERENCE_AMI",
+    "CUDA_TRANSFORM_VERIFIED",
     "GPU_TRANSFORM_AMI",
     "DlcRegionError",
     "dlc_account",
@@ -67,8 +68,17 @@ DLC_IMAGES = {  # variant -> (repository, SageMaker tag)
 # The DLC's CUDA 13.0.2 runtime wants NVIDIA driver >= 580: the AL2023 GPU inference AMI ships
 # driver 580 / CUDA 13.0 natively (the AL2 gpu-3-1 AMI has 550 / CUDA 12.4).
 GPU_INFERENCE_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
-# Batch Transform has its own AMI list; the newest is driver 535 (no 580 batch AMI yet).
+# Batch Transform has its own AMI list (botocore: TransformResources.TransformAmiVersion documents only
+# al2-ami-sagemaker-batch-gpu-470 and -535, NVIDIA drivers 470 and 535); the newest is driver 535 (no 580 batch AMI yet).
 GPU_TRANSFORM_AMI = "al2-ami-sagemaker-batch-gpu-535"
+GPU_TRANSFORM_DRIVER = 535
+DLC_CUDA = "13.0.2"  # aws/deep-learning-containers docker/llama_cpp/Dockerfile.gpu, CUDA_VERSION
+DLC_CUDA_MIN_DRIVER = 580  # CUDA 13.0's minimum driver without forward compatibility
+# CUDA 13 on driver 535 needs forward compatibility (the image's cuda-compat package, data-center GPUs only):
+# no run has shown a cuda transform job on a GPU, and ggml would fall back to the CPU without a word (the
+# adapter now refuses that at start-up). cuda Batch Transform stays refused until a real account shows it works;
+# then set this True (and record the job in docs/aws.md).
+CUDA_TRANSFORM_VERIFIED = False
 REGION_PATTERN = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?|sc)?-[a-z]+-\d")
 
 

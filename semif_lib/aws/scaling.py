@@ -3,8 +3,8 @@
 Batch Transform splits the input file by line (`SplitType=Line`) and packs several lines into
 one POST (`BatchStrategy=MultiRecord`, `application/jsonlines`); the adapter answers JSON Lines
 with one response per line, which `AssembleWith=Line` joins into `<input name>.out`. The job runs
-on the image variant's hardware: x86 CPU, or a GPU instance with the GPU batch AMI for cuda; arm64
-is refused (Batch Transform has no Graviton instances). `ModelClientConfig` gives each mini-batch
+on the image variant's hardware: x86 CPU; cuda is refused until a real account shows the GPU batch AMI
+(driver 535) runs the DLC's CUDA 13; arm64 is refused (Batch Transform has no Graviton instances). `ModelClientConfig` gives each mini-batch
 an hour, not the default 600 s, and the job's `Environment` moves the adapter's own deadline
 (2 x `SEMIF_REQUEST_TIMEOUT_S`, 110 s by default) to just inside that hour.
 """
@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
+from . import dlc
 from .clients import AwsSetupError, make_client, poll_status, retry_while_role_propagates
 from .dlc import GPU_TRANSFORM_AMI
 from .packaging import ensure_bucket, upload_file
@@ -43,13 +44,20 @@ def transform_environment(invocation_timeout_s: int) -> dict[str, str]:
 def transform_resources(settings: Settings, instance_type: str | None = None, instance_count: int = 1) -> dict[str, Any]:
     """`TransformResources` for the image variant: x86 CPU, or a GPU instance with the GPU batch AMI on cuda.
 
-    arm64 is refused: Batch Transform has no Graviton instance types, so the arm64 image cannot run.
+    arm64 is refused: Batch Transform has no Graviton instance types, so the arm64 image cannot run. cuda is
+    refused while `dlc.CUDA_TRANSFORM_VERIFIED` is False: the batch GPU AMIs' driver 535 is below what the DLC's CUDA 13 needs.
     """
     if settings.dlc_variant == "arm64":
         raise AwsSetupError(
             "Batch Transform cannot run the arm64 (Graviton) image: SageMaker offers no Graviton transform instance. "
             "Score the file through the real-time endpoint (workshop.invoke_decision per line), or build and deploy "
             "with SEMIF_DLC_VARIANT=cpu (or cuda) for Batch Transform.")
+    if settings.dlc_variant == "cuda" and not dlc.CUDA_TRANSFORM_VERIFIED:
+        raise AwsSetupError(
+            f"Batch Transform on the cuda image is refused until a real account shows it uses the GPU: its GPU AMIs end at "
+            f"{GPU_TRANSFORM_AMI} (NVIDIA driver {dlc.GPU_TRANSFORM_DRIVER}), below the {dlc.DLC_CUDA_MIN_DRIVER} that the DLC's "
+            f"CUDA {dlc.DLC_CUDA} needs without forward compatibility. Score the file through the cuda endpoint "
+            "(workshop.invoke_decision), or run Batch Transform with SEMIF_DLC_VARIANT=cpu.")
     resources: dict[str, Any] = {"InstanceCount": instance_count}
     if settings.dlc_variant == "cuda":
         resources.update(InstanceType=instance_type or settings.gpu_transform_instance_type, TransformAmiVersion=GPU_TRANSFORM_AMI)

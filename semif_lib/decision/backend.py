@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import DecodeError, ModelLoadError
 from ..settings import Settings
 
-__all__ = ["LlamaBackend", "ensure_backend", "inject_faults", "make_fault_plan", "mark_rows"]
+__all__ = ["LlamaBackend", "NoGpuDeviceError", "ensure_backend", "inject_faults", "make_fault_plan", "mark_rows", "require_gpu_device"]
 
 FLASH_TYPES = {"auto": -1, "off": 0, "on": 1}
 INJECTED_FAULT = -99  # the return code an injected decode failure reports
@@ -41,6 +41,26 @@ def ensure_backend(verbose: bool = False) -> Any:
             llama_cpp.llama_backend_init()
             _backend_ready = True
     return llama_cpp
+
+
+class NoGpuDeviceError(ModelLoadError):
+    """GPU layers were asked for and ggml registered no GPU device: refused at start-up (503 for a model load)."""
+
+    error_type = "no_gpu_device"
+
+
+def require_gpu_device(n_gpu_layers: int, llama_cpp: Any) -> None:
+    """Refuse GPU layers (`SEMIF_N_GPU_LAYERS` not 0) when ggml registered no GPU device.
+
+    `llama_supports_gpu_offload()` is llama.cpp's own test (a GPU or integrated-GPU device registered, or
+    RPC): on a CPU instance, with a CPU build, or with a driver the image's CUDA does not run on (the DLC's
+    CUDA 13 on a driver-535 Batch Transform AMI) ggml falls back to the CPU without a word.
+    """
+    if n_gpu_layers and not llama_cpp.llama_supports_gpu_offload():
+        raise NoGpuDeviceError(
+            f"SEMIF_N_GPU_LAYERS={n_gpu_layers} asks for GPU layers, but ggml registered no GPU device (no GPU backend in this "
+            "llama.cpp, no GPU, or a driver too old for its CUDA): set SEMIF_N_GPU_LAYERS=0 to serve on the CPU, or run on a "
+            "GPU instance whose driver runs the image's CUDA", field="n_gpu_layers")
 
 
 def mark_rows(length: int, rows: Iterable[int]) -> list[bool]:
@@ -130,6 +150,7 @@ class LlamaBackend(VocabReader):
         self.lib = lib = ensure_backend(settings.verbose)
         self.decode_calls = 0
         self._model = self._ctx = self._batch = None
+        require_gpu_device(settings.n_gpu_layers, lib)  # GPU layers asked for and no GPU: refused, not a silent CPU run
         mparams = lib.llama_model_default_params()
         mparams.n_gpu_layers = settings.n_gpu_layers
         self._model = lib.llama_model_load_from_file(str(model_path).encode(), mparams)

@@ -11,7 +11,9 @@ directory through `LLAMA_CPP_LIB_PATH`. Before the adapter loads a model we
 3. load the backends with `ggml_backend_load_all_from_path(<lib dir>)` and require at least one
    device,
 4. compare the default parameter structs with the values llama.cpp defines: a struct layout that
-   drifted between binding and library shows up as garbage here instead of as a crash later.
+   drifted between binding and library shows up as garbage here instead of as a crash later,
+5. with GPU layers requested (`SEMIF_N_GPU_LAYERS` not 0), require a GPU device (`decision.backend.require_gpu_device`):
+   ggml would otherwise run every layer on the CPU without a word.
 
 Any failure raises `BindingMismatchError` with both versions in the message, and the container
 exits before `/ping` ever answers 200.
@@ -25,6 +27,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..errors import SemifError
 
 __all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "binding_for_build",
            "load_backends", "prepare_binding", "read_library_build"]
@@ -131,6 +135,13 @@ def _check_defaults(llama_cpp: Any) -> None:
                                    "the ctypes structs do not match this libllama")
 
 
+def n_gpu_layers_requested() -> int:
+    """`SEMIF_N_GPU_LAYERS` as the adapter will read it (the settings object: environment and settings file)."""
+    from ..settings import load_settings
+
+    return load_settings().n_gpu_layers
+
+
 def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     """Check and initialise llama-cpp-python on an external libllama (see the module docstring).
 
@@ -167,6 +178,10 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     if loaded != directory.resolve():
         raise BindingMismatchError(f"llama_cpp was imported before LLAMA_CPP_LIB_PATH was set: it uses {loaded}, not {directory}")
     _check_defaults(llama_cpp)
+    from ..decision.backend import require_gpu_device
+
+    info["gpu_offload"] = bool(llama_cpp.llama_supports_gpu_offload())
+    require_gpu_device(n_gpu_layers_requested(), llama_cpp)
     info["system_info"] = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
     return info
 
@@ -201,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_binding_for(argv[1:])
     try:
         info = prepare_binding()
-    except BindingMismatchError as exc:
+    except (BindingMismatchError, SemifError) as exc:  # SemifError: decision.backend.NoGpuDeviceError
         print(f"semif: FATAL: {exc}", file=sys.stderr, flush=True)
         return 3
     print(f"semif: llama.cpp binding ok: {info}", file=sys.stderr, flush=True)
