@@ -166,8 +166,35 @@ class Settings(BaseSettings):
         "ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
 
 
+# A notebook kernel does not see a terminal's `export` (kernels inherit the Jupyter server's environment),
+# so `load_settings` also reads `SEMIF_*` lines from this file; container/cfn/'s Studio lifecycle
+# configuration writes it for an event team's account.
+SETTINGS_FILE_VARIABLE = "SEMIF_SETTINGS_FILE"
+DEFAULT_SETTINGS_FILE = "~/.semif/settings.env"
+
+
+def settings_file() -> Path:
+    """The settings file: `SEMIF_SETTINGS_FILE`, else `~/.semif/settings.env` (absent: nothing is read)."""
+    return Path(os.environ.get(SETTINGS_FILE_VARIABLE) or DEFAULT_SETTINGS_FILE).expanduser()
+
+
+def setting_source(name: str) -> str:
+    """Where `load_settings` takes setting `name` from: `SEMIF_X` (the environment), `SEMIF_X in <settings file>`, or `default`."""
+    variable = f"{ENV_PREFIX}{name.upper()}"
+    if any(key.upper() == variable for key in os.environ):
+        return variable
+    path = settings_file()
+    if path.is_file():
+        from dotenv import dotenv_values  # pydantic-settings' own .env reader
+
+        if any(key.upper() == variable and value for key, value in dotenv_values(path).items()):
+            return f"{variable} in {path}"
+    return "default"
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read the environment, then apply explicit overrides (CLI flags), ignoring `None`s.
+    """Read the settings file (`settings_file()`), then the environment, which wins over it, then apply
+    explicit overrides (CLI flags), ignoring `None`s.
 
     A value out of range (`--n-ctx 100`, `SEMIF_MODE=warp`) is an `InvalidRequestError` naming
     the variable or flag and the limit, never a pydantic traceback.
@@ -176,7 +203,7 @@ def load_settings(**overrides: object) -> Settings:
 
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**given)
+        return Settings(_env_file=settings_file(), **given)  # type: ignore[call-arg]
     except ValidationError as exc:
         from .errors import InvalidRequestError
 

@@ -6,9 +6,15 @@ importable from `conftest` for the modules that still do so.
 
 from __future__ import annotations
 
+import os
+
 from support.answers import MAX_ABS_DIFF, MEAN_ABS_DIFF, flatten_probabilities
 from support.paths import DATA, ROOT
 from support.servers import free_port
+
+# The suite never reads a developer's ~/.semif/settings.env (semif_lib.settings.settings_file); tests that
+# need a settings file point SEMIF_SETTINGS_FILE at their own. Child processes (servers, kernels) inherit this.
+os.environ.setdefault("SEMIF_SETTINGS_FILE", os.devnull)
 
 pytest_plugins = [
     "support.markers",

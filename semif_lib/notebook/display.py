@@ -9,13 +9,12 @@ do) instead of a traceback through the library (`show_errors_briefly`); the cell
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from ..paths import repo_root
 from ..registry import WorkshopState
-from ..settings import Settings, load_settings
+from ..settings import Settings, load_settings, setting_source
 
 __all__ = ["describe_target", "find_repo_root", "load_notebook_settings", "show_errors_briefly", "show_target"]
 
@@ -77,10 +76,11 @@ def describe_target(settings: Settings, state: WorkshopState | None = None, targ
                     local_only: bool = False) -> str:
     """The line every notebook prints first: where it runs, why, and (for workshop steps) the run.
 
-    `target` is the notebook's `TARGET` parameter (None: taken from `SEMIF_TARGET`, else local).
+    `target` is the notebook's `TARGET` parameter (None: taken from `SEMIF_TARGET`, else the settings file
+    `~/.semif/settings.env`, else local).
     `local_only` notebooks run on this machine whatever the target says.
     """
-    source = "TARGET parameter" if target else ("SEMIF_TARGET" if os.environ.get("SEMIF_TARGET") else "default")
+    source = "TARGET parameter" if target else setting_source("target")  # SEMIF_TARGET, the settings file, or default
     if local_only:
         return (f"target=local | this notebook always runs on this machine "
                 f"(the workshop target is {settings.target}, from {source})")
