@@ -1,4 +1,4 @@
-"""Helpers for the AWS tests on moto: a tiny GGUF, the errors moto does not raise, the SDK patch.
+"""Helpers for the AWS tests on moto: a GGUF without weights, the errors moto does not raise, the SDK patch.
 
 The fixtures (`aws`, `aws_credentials`, `aws_settings`, `state`, `fake_gguf`) are in
 `support/fixtures_aws.py`, registered for every test module by `tests/conftest.py`.
@@ -11,20 +11,68 @@ SageMaker response before the SDK sees it, so the SDK code path itself runs on m
 
 from __future__ import annotations
 
+import atexit
 import functools
-import struct
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 REGION = "us-east-1"
 
 
-def make_fake_gguf(path: Path, size: int = 64 << 10) -> Path:
-    """A file that looks like a GGUF header (magic, version 3) padded to `size` bytes: enough for packaging."""
+def make_fake_gguf(path: Path, size: int = 64 << 10, shards: int = 1, arch: str | None = None,
+                   chat_template: str | None = None) -> Path:
+    """A real GGUF without weights: the embedded SmolLM2's metadata, tokenizer and chat template (or `arch` /
+    `chat_template` instead), and a tensor no model reads that pads it to at least `size` bytes (2 MB at least).
+    `shards` > 1 writes a split GGUF beside `path` (`<stem>-00001-of-0000N.gguf`, through gguf's own writer) and
+    returns its first shard.
+
+    Packaging inspects a model before anything is written or uploaded (`modelinspect.refuse_unworkable`: llama.cpp
+    loads its vocabulary, the answer slots verify), so the AWS tests package what that gate lets through, in 2 MB.
+    """
+    built = _vocab_only_gguf(size, shards, arch, chat_template)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
-    path.write_bytes(header + bytes(size - len(header)))
-    return path
+    targets = [path] if shards == 1 else [path.with_name(f"{path.stem}-{i:05d}-of-{shards:05d}.gguf") for i in range(1, shards + 1)]
+    for source, target in zip(built, targets):
+        shutil.copyfile(source, target)
+    return targets[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _embedded_reader():
+    """gguf's reader on the embedded GGUF: parsing its 49k-token vocabulary is the slow part (seconds), so once per process."""
+    import gguf
+
+    from semif_lib.modelfile import find_embedded_model
+
+    return gguf.GGUFReader(find_embedded_model(), "r")
+
+
+@functools.lru_cache(maxsize=16)
+def _vocab_only_gguf(size: int, shards: int, arch: str | None, chat_template: str | None) -> tuple[Path, ...]:
+    """Written once per variant and process with gguf's writer (into a folder removed at exit); the tests copy it."""
+    import gguf
+    import numpy as np
+
+    reader = _embedded_reader()
+    folder = Path(tempfile.mkdtemp(prefix="semif-vocab-gguf-"))
+    atexit.register(shutil.rmtree, folder, True)
+    writer = gguf.GGUFWriter(folder / "vocab.gguf", arch=arch or reader.fields["general.architecture"].contents(),
+                             split_max_tensors=1 if shards > 1 else 0)
+    for item in reader.fields.values():
+        if item.name.startswith("GGUF.") or item.name == "general.architecture":
+            continue
+        kind = item.types[0]
+        value = chat_template if chat_template and item.name == gguf.Keys.Tokenizer.CHAT_TEMPLATE else item.contents()
+        writer.add_key_value(item.name, value, kind, sub_type=item.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
+    for i in range(shards):
+        writer.add_tensor(f"semif.padding.{i}", np.zeros(max(16, size // shards // 2), dtype=np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return tuple(sorted(folder.glob("vocab*.gguf")))
 
 
 def client_error(code: str, message: str = "x", operation: str = "Op"):
