@@ -99,3 +99,100 @@ def test_slots_that_do_not_verify_are_refused_with_a_400_naming_the_question(tem
         with pytest.raises(InvalidRequestError) as info:
             engine.score(REQUEST, mode="parallel")
     assert info.value.status_code == 400 and info.value.field.startswith("questions.") and "single-token answer slots" in info.value.message
+
+
+# ----------------------------------------------------------------- tool outputs (the OpenAI wire's function_call_output)
+# Templates without a `tool` role, on SmolLM2 (ChatML, so its slots verify): one raises on any other role and on two turns of
+# one role in a row (Mistral's and Gemma 2's rules), one silently leaves other roles out (a tool output would vanish).
+CHATML_END = "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+TOOL_TEMPLATES = {
+    "no-tool-alternating": ("{%- for message in messages %}{%- if message.role not in ['system', 'user', 'assistant'] %}"
+                            "{{- raise_exception('Only system, user and assistant roles are supported') }}{%- endif %}"
+                            "{%- if loop.index0 > 0 and message.role == messages[loop.index0 - 1].role %}"
+                            "{{- raise_exception('Conversation roles must alternate user/assistant') }}{%- endif %}"
+                            "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}" + CHATML_END),
+    "drops-tool": ("{%- for message in messages %}{%- if message.role in ['system', 'user', 'assistant'] %}"
+                   "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+                   + CHATML_END),
+}
+AGENT = {"input": [
+    {"role": "developer", "content": "You are a support agent."},
+    {"role": "user", "content": "I was charged twice for order 4471. Refund me."},
+    {"type": "function_call", "call_id": "c1", "name": "lookup_order", "arguments": '{"order": 4471}'},
+    {"type": "function_call", "call_id": "c2", "name": "lookup_payments", "arguments": '{"order": 4471}'},
+    {"type": "function_call_output", "call_id": "c1", "output": '{"status": "delivered"}'},
+    {"type": "function_call_output", "call_id": "c2", "output": '{"charges": 2, "amount": 40}'},
+    {"role": "assistant", "content": "I can see two charges."}],
+    "questions": [{"type": "predicate", "instructions": "Was the customer charged twice?"},
+                  {"type": "choice", "instructions": "Which team?", "choices": [{"value": "billing"}, {"value": "shipping"}]}]}
+# The same conversation as a user would fold it by hand: what the renderer must produce for these templates.
+FOLDED = {**AGENT, "input": [
+    AGENT["input"][0], AGENT["input"][1],
+    {"role": "assistant", "content": 'Called lookup_order (call c1) with arguments {"order": 4471}\n\n'
+                                     'Called lookup_payments (call c2) with arguments {"order": 4471}'},
+    {"role": "user", "content": 'Output of lookup_order (call c1):\n{"status": "delivered"}\n\n'
+                                'Output of lookup_payments (call c2):\n{"charges": 2, "amount": 40}'},
+    AGENT["input"][6]]}
+
+
+@pytest.fixture(scope="module")
+def no_tool_copy(tmp_path_factory):
+    return copy_with_metadata(find_embedded_model(), tmp_path_factory.mktemp("tool-templates") / "no-tool.gguf",
+                              chat_template=TOOL_TEMPLATES["no-tool-alternating"])
+
+
+def test_a_template_that_refuses_a_tool_role_gets_tool_outputs_as_user_turns(no_tool_copy):
+    """Refused, the `tool` role becomes user turns (adjacent turns of one role joined): the prompt and the answers equal
+    those of the conversation folded by hand, and no tool output is lost."""
+    from semif_lib.decision.openai_schema import parse_decisions_request
+
+    agent, _ = parse_decisions_request(AGENT)
+    folded, _ = parse_decisions_request(FOLDED)
+    with _engine(no_tool_copy) as engine:
+        prompt = engine.renderer.render(agent.conversation, " Was the customer charged twice?")
+        assert prompt == engine.renderer.render(folded.conversation, " Was the customer charged twice?")
+        assert '<|im_start|>user\nOutput of lookup_order (call c1):\n{"status": "delivered"}\n\nOutput of lookup_payments' in prompt
+        assert "<|im_start|>tool" not in prompt and prompt.endswith("<|im_start|>assistant\n")
+        got, want = engine.score(agent, mode="parallel"), engine.score(folded, mode="parallel")
+    for qid, answer in want.answers.items():
+        assert got.answers[qid].probabilities == pytest.approx(answer.probabilities, abs=1e-3)
+
+
+def test_a_template_that_drops_the_tool_role_gets_them_as_user_turns_too():
+    """A template that renders without error but leaves tool turns out would lose the outputs: they are folded as well.
+    The renderer alone (the engine path is the test above)."""
+    from semif_lib.decision.openai_schema import parse_decisions_request
+    from semif_lib.decision.prompt import PromptRenderer
+
+    renderer = PromptRenderer(TOOL_TEMPLATES["drops-tool"])
+    agent, _ = parse_decisions_request(AGENT)
+    folded, _ = parse_decisions_request(FOLDED)
+    prompt = renderer.render(agent.conversation, " Q?")
+    assert prompt == renderer.render(folded.conversation, " Q?") and '(call c2):\n{"charges": 2, "amount": 40}' in prompt
+    pieces = renderer.render_pieces(agent.conversation, " Q?")  # what the engine tokenizes: the same text, contents kept apart
+    assert "".join(text for text, _ in pieces) == prompt
+
+
+def test_a_template_with_a_tool_role_keeps_it(engine):
+    """SmolLM2's own template renders any role: the outputs stay `tool` turns, in order, one per output."""
+    from semif_lib.decision.openai_schema import parse_decisions_request
+
+    agent, _ = parse_decisions_request(AGENT)
+    prompt = engine.renderer.render(agent.conversation, " Was the customer charged twice?")
+    assert prompt.count("<|im_start|>tool\nOutput of ") == 2 and prompt.index("(call c1):") < prompt.index("(call c2):")
+
+
+def test_a_template_that_refuses_every_layout_is_a_400_with_its_own_words():
+    """No model needed: the renderer alone. A template that refuses assistant turns cannot render an agent's call."""
+    from semif_lib.decision.openai_schema import parse_decisions_request
+    from semif_lib.decision.prompt import PromptRenderer
+
+    template = ("{%- for message in messages %}{%- if message.role == 'assistant' %}{{- raise_exception('No assistant turns') }}"
+                "{%- endif %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}" + CHATML_END)
+    renderer = PromptRenderer(template)
+    assert renderer.render("a plain state", " Q?").endswith("<|im_start|>assistant\n")  # a text state still renders
+    agent, _ = parse_decisions_request(AGENT)
+    with pytest.raises(InvalidRequestError) as info:
+        renderer.render(agent.conversation, " Q?")
+    assert info.value.status_code == 400 and info.value.field == "model"
+    assert "tool outputs folded into user turns too" in info.value.message and "No assistant turns" in info.value.message

@@ -224,22 +224,23 @@ def _text_of(content: Contents, where: str) -> str:
 def _conversation(items: list[Any]) -> list[dict[str, str]]:
     """The input items as chat turns; every tool output must answer a call made before it."""
     turns: list[dict[str, str]] = []
-    calls: set[str] = set()
+    calls: dict[str, str] = {}  # call_id -> the function or tool it called
     for i, item in enumerate(items):
         where = f"input[{i}]"
         if isinstance(item, Message):
             role = "system" if item.role == "developer" else item.role
             turns.append({"role": role, "content": _text_of(item.content, f"{where}.content")})
         elif isinstance(item, (FunctionCall, CustomToolCall)):
-            calls.add(item.call_id)
             name = f"{item.namespace}.{item.name}" if item.namespace else item.name
+            calls[item.call_id] = name
             what = f"with arguments {item.arguments}" if isinstance(item, FunctionCall) else f"with input {item.input}"
             turns.append({"role": "assistant", "content": f"Called {name} (call {item.call_id}) {what}"})
         else:
             if item.call_id not in calls:
                 raise RequestValidationError(f"{where}.call_id: {item.call_id!r} matches no function or tool call before it",
                                              field=f"{where}.call_id", loc=["input", i, "call_id"])
-            turns.append({"role": "tool", "content": f"Output of call {item.call_id}:\n{_text_of(item.output, f'{where}.output')}"})
+            output = _text_of(item.output, f"{where}.output")
+            turns.append({"role": "tool", "content": f"Output of {calls[item.call_id]} (call {item.call_id}):\n{output}"})
     return turns
 
 

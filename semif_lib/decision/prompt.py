@@ -169,24 +169,62 @@ def state_texts(state: PromptState) -> list[str]:
     return [state] if isinstance(state, str) else [turn["content"] for turn in state]
 
 
+def fold_system_turn(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The leading system text joined to the next turn, as Gemma 3's own template does for a model without a system role."""
+    if len(messages) < 2 or messages[0]["role"] != "system":
+        return messages
+    return [{"role": messages[1]["role"], "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}, *messages[2:]]
+
+
+def fold_tool_turns(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Tool outputs as user turns, and adjacent turns of one role joined by a blank line.
+
+    What a template without a `tool` role (one that raises on it, or drops it) or with strictly
+    alternating user/assistant turns can render. The output keeps its own words ("Output of NAME
+    (call ID): ..."), so the model still reads whose output it is; nothing is dropped.
+    """
+    out: list[dict[str, str]] = []
+    for message in messages:
+        role = "user" if message["role"] == "tool" else message["role"]
+        if out and out[-1]["role"] == role and role != "system":
+            out[-1] = {"role": role, "content": out[-1]["content"] + "\n\n" + message["content"]}
+        else:
+            out.append({"role": role, "content": message["content"]})
+    return out
+
+
+def _layouts(messages: list[dict[str, str]]) -> list[list[dict[str, str]]]:
+    """The turns as given, then the fallbacks in order: system folded, tool outputs folded, both."""
+    out = [messages, fold_system_turn(messages)]
+    if any(m["role"] == "tool" for m in messages):
+        out += [fold_tool_turns(messages), fold_system_turn(fold_tool_turns(messages))]
+    return [layout for i, layout in enumerate(out) if layout not in out[:i]]
+
+
 def _render_for_answer(formatter: Any, messages: list[dict[str, str]]) -> str:
     """The template's prompt, ending where the answer slot is read.
 
     A thinking model's template gets `enable_thinking=False` (Qwen3's switch: it writes an empty, closed
-    `<think></think>`); a template that refuses a system role (Gemma's `raise_exception`) gets the system
-    text folded into the first user turn, as Gemma 3's own template does; a prompt that still ends inside
-    an open `<think>` block cannot have its answer read at the next token, and is refused with a 400.
+    `<think></think>`). A template that refuses the turns as given (its `raise_exception`) gets them laid
+    out again (`_layouts`): a refused system role has its text folded into the first turn, as Gemma 3's
+    own template does; a refused or dropped `tool` role (a tool's output missing from the prompt) has each
+    output folded into a user turn (`fold_tool_turns`). Only a template that refuses every layout is a
+    400, with its own words. A prompt that still ends inside an open `<think>` block cannot have its
+    answer read at the next token, and is refused with a 400.
     """
-    try:
-        prompt = formatter(messages=messages, enable_thinking=False).prompt
-    except ValueError as exc:  # the template's raise_exception()
-        if len(messages) < 2 or messages[0]["role"] != "system":
-            raise InvalidRequestError(f"the model's chat template refused the prompt: {exc}", field="model") from None
-        merged = [{"role": "user", "content": messages[0]["content"] + "\n\n" + messages[1]["content"]}, *messages[2:]]
+    refused: Exception | None = None
+    for layout in _layouts(messages):
         try:
-            prompt = formatter(messages=merged, enable_thinking=False).prompt
-        except ValueError as again:
-            raise InvalidRequestError(f"the model's chat template refused the prompt: {again}", field="model") from None
+            prompt = formatter(messages=layout, enable_thinking=False).prompt
+        except ValueError as exc:  # the template's raise_exception()
+            refused = refused or exc
+            continue
+        if all(m["content"].strip() in prompt for m in layout if m["role"] == "tool"):
+            break
+        refused = refused or ValueError("the template leaves out the tool role's turns")
+    else:
+        folded = " (tool outputs folded into user turns too)" if any(m["role"] == "tool" for m in messages) else ""
+        raise InvalidRequestError(f"the model's chat template refused the prompt{folded}: {refused}", field="model")
     if prompt.rfind("<think>") > prompt.rfind("</think>"):
         raise InvalidRequestError("the model's chat template leaves a <think> block open where the answer goes, so the next token is "
                                   "reasoning, not an answer slot; use a template with a thinking switch or one that closes the block",
