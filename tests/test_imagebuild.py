@@ -69,21 +69,59 @@ def test_failed_build_is_described():
     assert describe_build_failure(build) == "CodeBuild p:1 FAILED: BUILD: FAILED docker build exited 1 https://console/log"
 
 
+def test_a_failed_build_prints_the_last_lines_of_its_log(state, aws_settings):
+    """Issue 22: a failed build shows the last lines of its CloudWatch log (moto's CloudWatch Logs holds them), not
+    only phase names and a link. moto's builds always succeed, so BatchGetBuilds is turned into a failure on a
+    botocore hook, naming the log group and stream CodeBuild writes (`logs.groupName` / `streamName`)."""
+    import time
+
+    import pytest
+
+    from semif_lib.aws.clients import ResourceFailedError, make_client, make_session
+    from semif_lib.aws.imagebuild import BUILD_LOG_TAIL_LINES
+    from semif_lib.workshop import build_adapter_image
+
+    group, stream = "/aws/codebuild/semif-adapter-build-t3st01", "0123abcd-build"
+    logs = make_client("logs", aws_settings)
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName=stream)
+    lines = [f"step {i}: pip install ..." for i in range(60)] + ["semif: FATAL: llama.cpp b10999 has no verified llama-cpp-python binding"]
+    now = int(time.time() * 1000)  # CloudWatch Logs (and moto) drop events older than 14 days
+    logs.put_log_events(logGroupName=group, logStreamName=stream,
+                        logEvents=[{"timestamp": now + i, "message": line + "\n"} for i, line in enumerate(lines)])
+
+    def fail(parsed, **_):
+        for build in parsed.get("builds", []):
+            build.update(buildStatus="FAILED", buildComplete=True, currentPhase="COMPLETED",
+                         logs={"groupName": group, "streamName": stream, "deepLink": "https://console/log"},
+                         phases=[{"phaseType": "BUILD", "phaseStatus": "FAILED", "contexts": [{"message": "COMMAND_EXECUTION_ERROR"}]}])
+
+    make_session(aws_settings).events.register("after-call.codebuild.BatchGetBuilds", fail)
+    printed: list[str] = []
+    with pytest.raises(ResourceFailedError) as failed:
+        build_adapter_image(settings=aws_settings, state=state, log=printed.append)
+    assert "(log: semif: FATAL: llama.cpp b10999 has no verified llama-cpp-python binding)" in str(failed.value)
+    assert str(failed.value).endswith("https://console/log")
+    shown = next(p for p in printed if p.startswith(f"last {BUILD_LOG_TAIL_LINES} lines of the build log:")).splitlines()[1:]
+    assert shown == lines[-BUILD_LOG_TAIL_LINES:]
+
+
 def test_unchanged_source_is_not_rebuilt(state, aws_settings):
     from semif_lib.aws import imagebuild
     from semif_lib.aws.clients import make_client
 
     _, sha = imagebuild.build_source_zip()
+    tag = imagebuild.adapter_image_tag("cpu", sha, "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1")
     repo = imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
     manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
                            "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1,
                                       "digest": "sha256:" + "0" * 64},
                            "layers": []})
-    make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=f"cpu-{sha[:12]}")
+    make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=tag)
     lines: list[str] = []
     uri = imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lines.append)
-    assert uri == f"{repo['repositoryUri']}:cpu-{sha[:12]}"
-    assert lines == [f"{uri} already built from this source: no build needed"]
+    assert uri == f"{repo['repositoryUri']}:{tag}"
+    assert lines[-1] == f"{uri} already built from this source: no build needed"  # after the warning: moto has no DLC to pin
     assert not make_client("codebuild", aws_settings).list_projects()["projects"]
 
 

@@ -14,7 +14,8 @@ from support.aws import client_error
 
 def _values(settings, run_id):
     return {"partition": "aws", "region": settings.aws_region, "account": "123456789012",
-            "bucket": f"semif-sagemaker-123456789012-{settings.aws_region}", "prefix": "semif-workshop", "run": run_id}
+            "bucket": f"semif-sagemaker-123456789012-{settings.aws_region}", "prefix": "semif-workshop", "run": run_id,
+            "dlc_account": "763104351884", "dlc_repository": "llama-cpp"}  # the DLC registry of us-east-1: its tag's digest is read
 
 
 def _as_list(value):

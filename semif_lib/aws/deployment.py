@@ -1,7 +1,7 @@
 """SageMaker real-time endpoints: the llama.cpp DLC (text) and our adapter image (decisions).
 
-- `resolve_dlc_image_uri(region, variant)`: the DLC image, including the regions whose registry
-  account differs.
+- `dlc.pin_dlc_image(settings, state)`: the DLC image (the region's registry account), pinned to the digest
+  its tag names when the run first asks, so the text endpoint and the adapter's base are one llama.cpp build.
 - `build_container_env(llama_settings)`: `SM_LLAMA_CPP_*` through the same translation the local
   twin uses (`llama_flags.build_sm_env`), checked against SageMaker's limits.
 - `deploy_endpoint(...)`: model -> endpoint config (with a startup health-check timeout) -> endpoint,
@@ -47,7 +47,7 @@ from .clients import (
     retry_while_role_propagates,
     runtime_client,
 )
-from .dlc import GPU_INFERENCE_AMI, resolve_dlc_image_uri
+from .dlc import GPU_INFERENCE_AMI, pin_dlc_image
 from .iamroles import resolve_execution_role
 from .state import settings_and_state
 
@@ -325,7 +325,7 @@ def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState 
                          llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
     """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
     settings, state = settings_and_state(settings, state)
-    image = resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
+    image = pin_dlc_image(settings, state)  # the digest the adapter is built FROM too (03)
     env = build_container_env(text_settings(settings.dlc_variant, llama_settings))
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
     return deploy_endpoint("text", image, model_data, env, settings=settings, state=state, wait=wait)

@@ -9,8 +9,11 @@ early, with its name, before anything is created.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
-from .clients import AwsSetupError, partition_for
+from ..registry import WorkshopState
+from ..settings import Settings
+from .clients import DENIED_CODES, AwsSetupError, error_code, get_region, is_not_found, make_client, partition_for
 
 __all__ = [
     "DLC_ACCOUNTS",
@@ -21,6 +24,7 @@ __all__ = [
     "DlcRegionError",
     "dlc_account",
     "dlc_registry",
+    "pin_dlc_image",
     "require_dlc_region",
     "resolve_dlc_image_uri",
 ]
@@ -115,3 +119,38 @@ def resolve_dlc_image_uri(region: str, variant: str = "cpu") -> str:
         raise ValueError(f"variant must be one of {sorted(DLC_IMAGES)}, not {variant!r}")
     repository, tag = DLC_IMAGES[variant]
     return f"{dlc_registry(region)}/{repository}:{tag}"
+
+
+# The manifest types BatchGetImage may answer with for the DLC (an image index on multi-arch repositories).
+MANIFEST_TYPES = ["application/vnd.docker.distribution.manifest.v2+json", "application/vnd.oci.image.manifest.v1+json",
+                  "application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"]
+
+
+def pin_dlc_image(settings: Settings, state: WorkshopState, log: Callable[[str], None] = print) -> str:
+    """The DLC image both paths of this run use: `<registry>/<repository>@sha256:<digest>`, resolved once and recorded.
+
+    The SageMaker tags (`server-sagemaker-cpu-v1`) float: AWS moves them to newer llama.cpp builds. The text
+    endpoint (02) and the adapter image's base (03) both take the digest recorded here, so a tag moved between
+    the two steps cannot give them different builds; the adapter's binding is then chosen from the build that
+    image reports (`llama-server --version`, `serving.llamabinding`). Where the digest cannot be read
+    (ecr:BatchGetImage denied on the DLC registry) the tag is recorded instead, with a warning line.
+    """
+    key = f"dlc_image_{settings.dlc_variant}"
+    if state.get(key):
+        return str(state.get(key))
+    region = get_region(settings)
+    repository, tag = DLC_IMAGES[settings.dlc_variant]
+    try:
+        answer = make_client("ecr", settings, max_attempts=2).batch_get_image(
+            registryId=dlc_account(region), repositoryName=repository, imageIds=[{"imageTag": tag}], acceptedMediaTypes=MANIFEST_TYPES)
+        images, why = answer.get("images", []), "; ".join(f.get("failureReason", "") for f in answer.get("failures", []))
+    except Exception as exc:  # botocore ClientError, imported lazily
+        if error_code(exc) not in DENIED_CODES and not is_not_found(exc):
+            raise
+        images, why = [], error_code(exc)
+    if images:
+        return str(state.set(key, f"{dlc_registry(region)}/{repository}@{images[0]['imageId']['imageDigest']}"))
+    floating = resolve_dlc_image_uri(region, settings.dlc_variant)
+    log(f"warning: cannot pin {floating} to a digest ({why or 'no image'}): the text endpoint and the adapter use the floating tag, "
+        "so a tag AWS moves between notebooks 02 and 03 gives them different llama.cpp builds (allow ecr:BatchGetImage on the DLC)")
+    return str(state.set(key, floating))

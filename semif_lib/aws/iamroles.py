@@ -5,7 +5,10 @@
   (`sagemaker.core.helper.session_helper.get_execution_role`); else the calling role when SageMaker
   may assume it; otherwise `semif-sagemaker-<run>` created from `sagemaker-trust-policy.json` +
   `sagemaker-execution-policy.json`.
-- CodeBuild service role: `semif-codebuild-<run>` from `codebuild-*.json`.
+- CodeBuild service role: `SEMIF_CODEBUILD_ROLE_ARN` if set, else `semif-codebuild-<run>` from `codebuild-*.json`.
+- With `SEMIF_KMS_KEY_ID`, both policies get `kms-key-policy.json` on that key.
+- An event team's account has both roles already: `container/cfn/workshop-account.yaml` (same policy files,
+  for every run of the account; tests/test_cfn.py keeps them equal).
 
 A new role is not assumable at once (IAM is eventually consistent): the calls that pass it
 (`CreateProject`, `CreateModel`, `CreateTransformJob`) retry for a bounded time instead
@@ -32,9 +35,10 @@ from .clients import (
 from .dlc import dlc_account
 from .packaging import default_bucket
 
-__all__ = ["ensure_role", "policy_values", "resolve_execution_role", "studio_execution_role"]
+__all__ = ["ensure_role", "kms_key_arn", "policy_values", "resolve_execution_role", "role_policy", "studio_execution_role"]
 
 INLINE_POLICY_NAME = "semif-least-privilege"
+KMS_POLICY = "kms-key-policy"  # container/iam/kms-key-policy.json: added to every policy when SEMIF_KMS_KEY_ID is set
 # Where SageMaker Studio and notebook instances describe the running app (the SDK reads the same file).
 STUDIO_METADATA_FILE = "/opt/ml/metadata/resource-metadata.json"
 
@@ -54,6 +58,27 @@ def policy_values(settings: Settings, state: WorkshopState) -> dict[str, str]:
     }
 
 
+def kms_key_arn(settings: Settings) -> str | None:
+    """`SEMIF_KMS_KEY_ID` as the key ARN an IAM policy names (a key id or alias is looked up with kms:DescribeKey)."""
+    key = settings.kms_key_id
+    if not key:
+        return None
+    if key.startswith("arn:") and ":key/" in key:
+        return key
+    return str(make_client("kms", settings).describe_key(KeyId=key)["KeyMetadata"]["Arn"])
+
+
+def role_policy(policy: str, settings: Settings, values: dict[str, str]) -> dict[str, Any]:
+    """Policy file `policy` filled in; with `SEMIF_KMS_KEY_ID`, plus `kms-key-policy.json` on that key (the objects the
+    role reads and writes, and the ECR repository, are encrypted with it: without kms:Decrypt / GenerateDataKey
+    SageMaker cannot read the model and CodeBuild cannot read its source)."""
+    document = load_policy(policy, **values)
+    arn = kms_key_arn(settings)
+    if arn:
+        document["Statement"] += load_policy(KMS_POLICY, KMS_KEY_ARN=arn)["Statement"]
+    return document
+
+
 def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: WorkshopState, description: str) -> str:
     """Create role `name` with the trust and inline policy files (or refresh the policy); return its ARN."""
     iam = make_client("iam", settings)
@@ -66,7 +91,7 @@ def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: W
         arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=compact_json(load_policy(trust, **values)),
                               Description=description, MaxSessionDuration=3600, Tags=state.tags())["Role"]["Arn"]
         state.record("iam_role", name, arn=arn)
-    iam.put_role_policy(RoleName=name, PolicyName=INLINE_POLICY_NAME, PolicyDocument=compact_json(load_policy(policy, **values)))
+    iam.put_role_policy(RoleName=name, PolicyName=INLINE_POLICY_NAME, PolicyDocument=compact_json(role_policy(policy, settings, values)))
     state.record("iam_role", name, arn=arn)
     return arn
 

@@ -18,16 +18,19 @@ from ..paths import repo_root
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import (
+    DENIED_CODES,
     ResourceFailedError,
+    error_code,
     get_account_id,
     get_region,
     in_region,
+    is_not_found,
     make_client,
     retry_while_role_propagates,
     sleep_with_bar,
     status_bar,
 )
-from .dlc import dlc_account, dlc_registry, require_dlc_region, resolve_dlc_image_uri
+from .dlc import dlc_account, dlc_registry, pin_dlc_image, require_dlc_region, resolve_dlc_image_uri
 from .iamroles import ensure_role
 from .packaging import ensure_bucket, sse_args
 from .state import settings_and_state
@@ -69,6 +72,12 @@ def build_source_zip(root: Path = REPO_ROOT) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
+def adapter_image_tag(variant: str, source_sha: str, base_image: str) -> str:
+    """`<variant>-<12 hex>` of the source zip and the DLC image it is built FROM: the same source on a DLC tag that
+    AWS has moved (another digest) is another image, never the old one found under an unchanged tag."""
+    return f"{variant}-{hashlib.sha256(f'{source_sha} {base_image}'.encode()).hexdigest()[:12]}"
+
+
 def ensure_ecr_repository(name: str, settings: Settings, state: WorkshopState) -> dict[str, Any]:
     """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption (KMS with `SEMIF_KMS_KEY_ID`) and the run's tags."""
     ecr = make_client("ecr", settings)
@@ -85,15 +94,16 @@ def ensure_ecr_repository(name: str, settings: Settings, state: WorkshopState) -
 
 
 def ensure_codebuild_project(name: str, source_location: str, repo_uri: str, role_arn: str, settings: Settings,
-                             state: WorkshopState) -> str:
-    """Privileged LINUX_CONTAINER project that runs `container/buildspec.yml` from the S3 zip."""
+                             state: WorkshopState, base_image: str | None = None) -> str:
+    """Privileged LINUX_CONTAINER project that runs `container/buildspec.yml` from the S3 zip, FROM `base_image`
+    (default: the run's pinned DLC image, `dlc.pin_dlc_image`)."""
     cb = make_client("codebuild", settings)
     region = get_region(settings)
     arm = settings.dlc_variant == "arm64"
     env_vars = {
         "AWS_ACCOUNT_ID": get_account_id(settings),
         "IMAGE_REPO_URI": repo_uri,
-        "BASE_IMAGE": resolve_dlc_image_uri(region, settings.dlc_variant),
+        "BASE_IMAGE": base_image or pin_dlc_image(settings, state),
         "DLC_REGISTRY": dlc_registry(region),
     }
     project = {
@@ -153,7 +163,10 @@ def wait_for_build(build_id: str, settings: Settings, timeout_s: float = 3600, p
                 seen = now
             if build.get("buildComplete") or now[1] not in ("IN_PROGRESS", ""):
                 if now[1] != "SUCCEEDED":
-                    raise ResourceFailedError(describe_build_failure(build))
+                    tail = read_build_log_tail(build, settings)
+                    if tail:
+                        log(f"last {len(tail)} lines of the build log:\n" + "\n".join(tail))
+                    raise ResourceFailedError(describe_build_failure(build, tail))
                 return build
             if time.monotonic() - start > timeout_s:
                 raise TimeoutError(f"CodeBuild {build_id} still {now} after {timeout_s:.0f} s")
@@ -162,13 +175,37 @@ def wait_for_build(build_id: str, settings: Settings, timeout_s: float = 3600, p
         bar.close()
 
 
-def describe_build_failure(build: dict[str, Any]) -> str:
-    """One line naming the failed phases and their messages, and the log link, from a batch_get_builds entry."""
+BUILD_LOG_TAIL_LINES = 25  # enough for a failed `docker build` step and the binding check's FATAL line
+
+
+def read_build_log_tail(build: dict[str, Any], settings: Settings, lines: int = BUILD_LOG_TAIL_LINES) -> list[str]:
+    """The last `lines` lines of a build's CloudWatch log (batch_get_builds' `logs.groupName` / `streamName`).
+
+    Empty when the build wrote no log yet, or the identity may not read it (logs:GetLogEvents, in the
+    caller policy): the failure then names the console link only.
+    """
+    group, stream = build.get("logs", {}).get("groupName"), build.get("logs", {}).get("streamName")
+    if not group or not stream:
+        return []
+    try:
+        events = make_client("logs", settings, max_attempts=2).get_log_events(
+            logGroupName=group, logStreamName=stream, limit=lines, startFromHead=False)["events"]
+    except Exception as exc:  # botocore ClientError, imported lazily
+        if error_code(exc) in DENIED_CODES or is_not_found(exc):
+            return []
+        raise
+    return [line for event in events for line in event["message"].rstrip("\n").splitlines()][-lines:]
+
+
+def describe_build_failure(build: dict[str, Any], log_tail: list[str] | None = None) -> str:
+    """The failed phases and their messages, the log's last line (its full tail is logged before), and the log link."""
     failed = [p for p in build.get("phases", []) if p.get("phaseStatus") not in (None, "SUCCEEDED")]
     detail = "; ".join(f"{p['phaseType']}: {p.get('phaseStatus')} {(p.get('contexts') or [{}])[0].get('message', '')}".strip()
                        for p in failed)
+    last = next((line.strip() for line in reversed(log_tail or []) if line.strip()), "")
     logs = build.get("logs", {}).get("deepLink", "")
-    return f"CodeBuild {build.get('id')} {build.get('buildStatus')}: {detail or 'see the build log'} {logs}".strip()
+    return (f"CodeBuild {build.get('id')} {build.get('buildStatus')}: {detail or 'see the build log'}"
+            f"{f' (log: {last})' if last else ''} {logs}").strip()
 
 
 def _image_exists(repository: str, tag: str, settings: Settings) -> bool:
@@ -183,8 +220,8 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
                         log: Callable[[str], None] = print, progress: bool = True) -> str:
     """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>:<tag>`.
 
-    The tag is `<variant>-<sha12 of the source zip>`: an image already pushed for this source is
-    returned without a build.
+    The tag is `adapter_image_tag` of the source zip and the run's pinned DLC image: an image already pushed for
+    this source on this base is returned without a build.
     """
     settings, state = settings_and_state(settings, state)
     require_dlc_region(get_region(settings))  # before anything is created
@@ -192,7 +229,8 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
         log(f"{settings.adapter_image_uri}: pre-built (SEMIF_ADAPTER_IMAGE_URI), no build")
         return settings.adapter_image_uri
     data, sha = build_source_zip()
-    tag = f"{settings.dlc_variant}-{sha[:12]}"
+    base = pin_dlc_image(settings, state, log)
+    tag = adapter_image_tag(settings.dlc_variant, sha, base)
     repo_name = state.name("adapter")
     repo = ensure_ecr_repository(repo_name, settings, state)
     image_uri = f"{repo['repositoryUri']}:{tag}"
@@ -209,7 +247,8 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     role = settings.codebuild_role_arn or ensure_role(
         state.name("codebuild"), "codebuild-trust-policy", "codebuild-service-policy", settings, state,
         "semif workshop: CodeBuild reads the build zip, pulls the DLC and pushes the adapter image")
-    project = ensure_codebuild_project(state.name("adapter-build"), f"{bucket}/{key}", repo["repositoryUri"], role, settings, state)
+    project = ensure_codebuild_project(state.name("adapter-build"), f"{bucket}/{key}", repo["repositoryUri"], role, settings, state,
+                                       base_image=base)
     build_id = start_image_build(project, tag, f"{bucket}/{key}", settings)
     state.set("image_build_id", build_id)
     log(f"started CodeBuild {build_id}")

@@ -32,11 +32,11 @@ from .clients import (
     get_account_id,
     get_region,
     is_not_found,
-    load_policy,
     make_client,
     partition_for,
 )
-from .dlc import require_dlc_region
+from .dlc import DLC_IMAGES, dlc_account, require_dlc_region
+from .iamroles import role_policy
 from .packaging import default_bucket
 
 __all__ = ["CALLER_POLICY", "NEEDS", "Need", "PermissionCheck", "caller_policy", "check_permissions", "iam_action_for"]
@@ -48,7 +48,7 @@ CALLER_POLICY = "workshop-caller-policy"
 class Need:
     step: str
     action: str
-    resource: str  # a template: {partition} {region} {account} {bucket} {prefix} {run}
+    resource: str  # a template: {partition} {region} {account} {bucket} {prefix} {run} {dlc_account} {dlc_repository}
     context: tuple[tuple[str, str], ...] = ()  # condition keys the simulation must see (iam:PassedToService)
 
 
@@ -74,6 +74,7 @@ NEEDS: list[Need] = [
     *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:GetRole", "iam:CreateRole", "iam:TagRole", "iam:PutRolePolicy"),
     *_rows("02 text endpoint", f"{_ROLE}/semif-sagemaker-{{run}}", "iam:PassRole",
            context=(("iam:PassedToService", "sagemaker.amazonaws.com"),)),
+    *_rows("02 text endpoint", "arn:{partition}:ecr:{region}:{dlc_account}:repository/{dlc_repository}", "ecr:BatchGetImage"),  # the digest
     *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DescribeModel", "sagemaker:CreateModel", "sagemaker:AddTags"),
     *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DescribeEndpointConfig",
            "sagemaker:CreateEndpointConfig", "sagemaker:AddTags"),
@@ -114,15 +115,17 @@ NEEDS: list[Need] = [
 def _values(settings: Settings, state: WorkshopState) -> dict[str, str]:
     region = get_region(settings)
     return {"partition": partition_for(region)[0], "region": region, "account": get_account_id(settings),
-            "bucket": default_bucket(settings), "prefix": settings.s3_prefix.strip("/"), "run": state.run_id}
+            "bucket": default_bucket(settings), "prefix": settings.s3_prefix.strip("/"), "run": state.run_id,
+            "dlc_account": dlc_account(region), "dlc_repository": DLC_IMAGES[settings.dlc_variant][0]}
 
 
 def caller_policy(settings: Settings) -> dict[str, Any]:
     """`container/iam/workshop-caller-policy.json` for this account, region and bucket: attach it to the
     identity that runs the notebooks (in Studio: the domain's or user profile's execution role)."""
     region = get_region(settings)
-    return load_policy(CALLER_POLICY, PARTITION=partition_for(region)[0], REGION=region, ACCOUNT=get_account_id(settings),
-                       BUCKET=default_bucket(settings), PREFIX=settings.s3_prefix.strip("/"))
+    values = {"PARTITION": partition_for(region)[0], "REGION": region, "ACCOUNT": get_account_id(settings),
+              "BUCKET": default_bucket(settings), "PREFIX": settings.s3_prefix.strip("/"), "DLC_ACCOUNT": dlc_account(region)}
+    return role_policy(CALLER_POLICY, settings, values)  # with SEMIF_KMS_KEY_ID: kms-key-policy.json on that key too
 
 
 # ====================================================================== the check
