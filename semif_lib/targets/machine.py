@@ -105,7 +105,7 @@ class MachineTarget:
         return None
 
     def publish_model(self, package: Any, state: WorkshopState, progress: bool) -> dict[str, Any]:
-        if package.tarball is None:  # SEMIF_MODEL_DATA=uncompressed: S3ModelDataSource, which only SageMaker reads
+        if getattr(package, "tarball", "") is None:  # SEMIF_MODEL_DATA=uncompressed: S3ModelDataSource, which only SageMaker reads
             raise LocalServerError(f"SEMIF_MODEL_DATA=uncompressed is for target=aws (an S3 prefix SageMaker copies); "
                                    f"target={self.name} unpacks model.tar.gz as SageMaker does: unset SEMIF_MODEL_DATA")
         return {}  # the tarball's file:// URL stays the model_data_url
