@@ -119,3 +119,20 @@ def test_unpublished_region_fails_before_anything_is_created(aws, aws_settings, 
             step()
     assert st.resources == []
     assert make_client("s3", _settings(aws_settings, "us-east-1")).list_buckets()["Buckets"] == []
+
+
+def test_the_container_docs_cite_the_dlcs_current_build_files():
+    """Issue 22: the DLC's files are Dockerfile.cpu/.gpu/.arm64 at b10433 with Python 3.12 (read in
+    aws/deep-learning-containers, so this checks the docs against the recorded facts, not against AWS)."""
+    from semif_lib.aws.dlc import DLC_DOCKERFILES, DLC_LLAMA_CPP_REF
+    from semif_lib.serving.llamabinding import DLC_BUILD
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "container" / "README.md").read_text()
+    replica = (root / "container" / "replica" / "Dockerfile").read_text()
+    for path in DLC_DOCKERFILES.values():
+        assert Path(path).name in readme, path
+    assert DLC_DOCKERFILES["cpu"] in replica and f"b{DLC_BUILD}" in replica and DLC_LLAMA_CPP_REF in readme
+    for stale in ("Dockerfile.amzn2023", "b10075"):
+        assert stale not in readme and stale not in replica, stale
+    assert "python3.12" in readme and DLC_BUILD == 10433

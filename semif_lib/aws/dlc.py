@@ -64,6 +64,12 @@ DLC_ACCOUNTS = {
     "cn-north-1": "727897471807",  # China: partition aws-cn, registry domain amazonaws.com.cn
     "cn-northwest-1": "727897471807",
 }
+# The DLC's build files (aws/deep-learning-containers at e0ecedea, 2026-08-21, the v1.0.0 release, read with the
+# search tools): one Dockerfile per variant, stage llama-cpp-sagemaker, llama.cpp b10433 (LLAMA_CPP_REF below),
+# Python 3.12 on Amazon Linux 2023 (CUDA 13.0.2 on cuda). container/README.md and the replica cite these.
+DLC_DOCKERFILES = {"cpu": "docker/llama_cpp/Dockerfile.cpu", "cuda": "docker/llama_cpp/Dockerfile.gpu",
+                   "arm64": "docker/llama_cpp/Dockerfile.arm64"}
+DLC_LLAMA_CPP_REF = "9b05354ec6fb58b4e665e9a39ebc40285c015638"  # b10433
 DLC_IMAGES = {  # variant -> (repository, SageMaker tag)
     "cpu": ("llama-cpp", "server-sagemaker-cpu-v1"),
     "cuda": ("llama-cpp", "server-sagemaker-cuda-v1"),
