@@ -18,7 +18,7 @@ from .decision.backend import VocabReader
 from .errors import InvalidRequestError, ModelLoadError, SemifError
 from .settings import Settings
 
-__all__ = ["INSTANCE_MEMORY_GIB", "ModelReport", "inspect_model", "refuse_unworkable"]
+__all__ = ["INSTANCE_MEMORY_GIB", "ModelReport", "check_for_packaging", "inspect_model", "refuse_unworkable"]
 
 # SageMaker real-time instances the workshop suggests: (host memory GiB, accelerator memory GiB), from the
 # EC2 instance-type specifications (c6i/c7g: 2 GiB per vCPU, m6i: 4, r6i: 8; g5: A10G 24 GB, g6: L4 24 GB).
@@ -210,6 +210,20 @@ def inspect_model(path: Path | str, settings: Settings | None = None, load_vocab
         report.problems.append(f"needs {report.memory_bytes / 1024 ** 3:.1f} GiB, more than any suggested instance offers; "
                                "pick a smaller quantization (Q4_K_M) or a smaller model")
     return report
+
+
+_PASSED: dict[tuple[str, int], dict[str, Any]] = {}  # (model identity, n_ctx) -> the facts: inspected once per process
+
+
+def check_for_packaging(path: Path, identity: str, settings: Settings) -> dict[str, Any]:
+    """`refuse_unworkable` for the packaging step (`modelpackage.build_model_package(inspect=...)`), remembered by the
+    model's identity (its sha256) and n_ctx; returns the facts the package's manifest keeps."""
+    key = (identity, settings.n_ctx)
+    if key not in _PASSED:
+        report = refuse_unworkable(path, settings)
+        _PASSED[key] = {"architecture": report.architecture, "quantization": report.quantization,
+                        "letter_slots": report.letter_slots, "fits": report.fits}
+    return _PASSED[key]
 
 
 def refuse_unworkable(path: Path | str, settings: Settings | None = None) -> ModelReport:

@@ -6,9 +6,10 @@ and the first `*.gguf` there is served. A split GGUF goes in whole, every shard 
 (llama.cpp opens the first and finds the others by name). The GGUF's sha256 names the package's
 folder and is recorded beside it, so an unchanged model is never packaged twice.
 
-Before anything is written, the model is inspected (`modelinspect.refuse_unworkable`): a GGUF whose
-answer slots cannot verify, or whose architecture this llama.cpp lacks, is refused here with one
-line, not on the endpoint after an upload. A hub reference (`hf://org/repo/file.gguf[@rev]`) is
+Before anything is written, the workshop's packaging step has the model inspected (the `inspect` hook,
+`modelinspect.check_for_packaging`, which this floor cannot import): a GGUF whose answer slots cannot
+verify, or whose architecture this llama.cpp lacks, is refused with one line, not on the endpoint after
+an upload. A hub reference (`hf://org/repo/file.gguf[@rev]`) is
 downloaded first, and its repository and resolved commit are recorded with the package.
 
 With `uncompressed` (`SEMIF_MODEL_DATA=uncompressed`) no tarball is built: the GGUF file(s) go to S3
@@ -32,7 +33,7 @@ import shutil
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .errors import InsufficientStorageError, ModelNotFoundError
 from .modelfile import find_model_path, hash_file
@@ -94,21 +95,6 @@ def resolve_model_files(gguf: Path | str | None, settings: Settings) -> tuple[tu
     return local_shards(path), None, str(origin) if origin else None
 
 
-_INSPECTED: dict[tuple[str, int], dict[str, Any]] = {}  # (identity, n_ctx) -> the inspection: a model is inspected once per process
-
-
-def inspect_for_packaging(first: Path, identity: str, settings: Settings) -> dict[str, Any]:
-    """`refuse_unworkable` on the first shard (raises `ModelLoadError` with one line); the facts the manifest keeps."""
-    from .modelinspect import refuse_unworkable
-
-    key = (identity, settings.n_ctx)
-    if key not in _INSPECTED:
-        report = refuse_unworkable(first, settings)
-        _INSPECTED[key] = {"architecture": report.architecture, "quantization": report.quantization,
-                           "letter_slots": report.letter_slots, "fits": report.fits}
-    return _INSPECTED[key]
-
-
 def check_free_disk(folder: Path, need: int, what: str) -> None:
     """Refuse before writing when `folder`'s filesystem has less than `need` bytes free, naming the size and the way out."""
     probe = folder
@@ -123,21 +109,23 @@ def check_free_disk(folder: Path, need: int, what: str) -> None:
 
 
 def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Path(".semif/packages"),
-                        settings: Settings | None = None, *, uncompressed: bool | None = None,
-                        compresslevel: int = 0) -> ModelPackage:
+                        settings: Settings | None = None, *, uncompressed: bool | None = None, compresslevel: int = 0,
+                        inspect: Callable[[Path, str], dict[str, Any]] | None = None) -> ModelPackage:
     """Inspect, identify and package a model: `out_dir/<sha12>/model.tar.gz` (rebuilt only when missing), or, uncompressed,
     just the manifest beside the files that go up as they are.
 
     `gguf`: a local path (the first shard of a split GGUF), a hub reference, or None for the model the adapter would serve
-    (`SEMIF_MODEL_PATH`, else the embedded SmolLM2). Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2
-    Q4_1 and took 25x longer), so gzip stores them (`compresslevel=0`): the format SageMaker wants, at disk speed.
+    (`SEMIF_MODEL_PATH`, else the embedded SmolLM2). `inspect(first shard, identity)` runs before anything is written and
+    raises to refuse the model (the workshop step passes `modelinspect.check_for_packaging`; this floor cannot import it).
+    Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2 Q4_1 and took 25x longer), so gzip stores them
+    (`compresslevel=0`): the format SageMaker wants, at disk speed.
     """
     settings = settings or load_settings()
     uncompressed = settings.model_data == "uncompressed" if uncompressed is None else uncompressed
     files, digests, source = resolve_model_files(gguf, settings)
     names = [f.name for f in files]
     sha = model_identity(digests or [hash_file(f) for f in files], names)
-    inspection = inspect_for_packaging(files[0], sha, settings)  # refused here: nothing written, nothing uploaded
+    inspection = inspect(files[0], sha) if inspect else {}  # refused here: nothing written, nothing uploaded
     size = sum(f.stat().st_size for f in files)
     folder = Path(out_dir) / sha[:12]
     manifest = folder / "manifest.json"

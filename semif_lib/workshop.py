@@ -76,7 +76,10 @@ def package_model(gguf: Path | str | None = None, settings: Settings | None = No
     "model_data_url", "uploaded"}`.
     """
     settings, state = settings_and_state(settings, state)
-    package = build_model_package(gguf, out_dir=Path(settings.state_file).parent / "packages", settings=settings)
+    from .modelinspect import check_for_packaging
+
+    package = build_model_package(gguf, out_dir=Path(settings.state_file).parent / "packages", settings=settings,
+                                  inspect=lambda path, identity: check_for_packaging(path, identity, settings))
     info: dict[str, Any] = package.record()
     info.update(select_target(settings).publish_model(package, state, progress))
     state.set("model_package", info)

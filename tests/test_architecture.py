@@ -179,9 +179,8 @@ assert notebook.stop_local_servers(settings, state) == [f"text-server (pid {serv
 state.record("local_process", "decision-server", pid=2 ** 22 + 7)  # not running
 report = workshop.cleanup(settings=settings, state=state)
 assert report.already_gone == ["local_process decision-server"] and not report.failed, report
-gguf = Path(tempfile.mkdtemp()) / "m.gguf"
-gguf.write_bytes(b"GGUF" + bytes(60))
-info = workshop.package_model(gguf, settings=settings, state=state, progress=False)
+from semif_lib.modelfile import find_embedded_model  # packaging inspects the GGUF first: a real one, not 64 bytes of header
+info = workshop.package_model(find_embedded_model(), settings=settings, state=state, progress=False)
 assert info["model_data_url"].startswith("file://") and not info["uploaded"]
 assert workshop.select_target(settings).text_env(None)["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
 print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws") or m.split(".")[0] in ("boto3", "botocore", "sagemaker")))
