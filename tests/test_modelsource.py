@@ -33,11 +33,14 @@ print(json.dumps({"path": str(path), "siblings": sorted(p.name for p in path.par
 PACKAGE = """
 import json, sys
 from pathlib import Path
-from semif_lib.modelpackage import build_model_tarball, list_tarball
+from semif_lib import workshop
+from semif_lib.modelpackage import list_tarball
 from semif_lib.settings import Settings
-package = build_model_tarball(sys.argv[1], out_dir=Path(sys.argv[2]), settings=Settings(model_dir=Path(sys.argv[2]) / "none"))
-print(json.dumps({"members": list_tarball(package.tarball), "source": package.source, "files": [str(f) for f in package.files],
-                  "manifest": json.loads((package.tarball.parent / "manifest.json").read_text())}))
+root = Path(sys.argv[2])
+settings = Settings(target="local", state_file=root / "state.json", run_id="hub0pk", model_dir=root / "none")
+info = workshop.package_model(sys.argv[1], settings=settings, state=workshop.load_state(settings), progress=False)
+print(json.dumps({**info, "members": list_tarball(info["tarball"]),
+                  "manifest": json.loads((Path(info["tarball"]).parent / "manifest.json").read_text())}))
 """
 
 
@@ -134,8 +137,8 @@ def test_missing_file_and_offline_without_cache_are_one_line_each(tmp_path, shar
 
 
 def test_packaging_takes_a_hub_reference_and_every_shard(tmp_path):
-    """`build_model_tarball("hf://...")`: downloaded through the real client, inspected (llama.cpp opens both shards of
-    this weightless split GGUF), every shard at the tarball's root, the repository and resolved commit recorded."""
+    """`package_model("hf://...")`: downloaded through the real client, inspected (llama.cpp opens both shards of this
+    weightless split GGUF), every shard at the tarball's root, the repository and resolved commit recorded."""
     first = make_fake_gguf(tmp_path / "src" / "tiny.gguf", shards=2)
     names = [first.name, first.name.replace("00001-of", "00002-of")]
     with LoopbackHub({"org/split": HubRepo({f"gguf/{n}": first.with_name(n) for n in names})}) as hub:
