@@ -42,6 +42,13 @@ def test_rotations_on_one_prefix_average_the_orders_scored_apart(engine):
     assert sum(answer.probabilities.values()) == pytest.approx(1.0)
     dumped = debiased.model_dump(mode="json", by_alias=True)
     assert dumped["answers"]["queue"]["x_debias"] == "rotations"
+    # The four branches share the question's stem in the token tree: decoded once, not once per order.
+    from semif_lib.decision.schema import parse_request
+
+    jobs = [job.tokens for job in engine.prepare(parse_request({"state": STATE, "questions": {
+        "queue": _choice(OPTIONS, x_debias="rotations")}})).jobs]
+    stem = next(i for i in range(min(map(len, jobs))) if len({tokens[i] for tokens in jobs}) > 1)
+    assert stem > 5 and debiased.timing["branch_tokens"] == sum(map(len, jobs)) - 3 * stem
 
 
 def test_rotations_move_a_position_bias_off_the_answer(engine):
@@ -85,6 +92,8 @@ def test_bench_rotations_counts_flips_and_accuracy_on_labeled_requests(engine):
         assert summary["flip_rate"][variant] in (0.0, 0.5, 1.0)
         assert summary["accuracy"][variant] in (0.0, 0.5, 1.0)
         assert summary["seconds"][variant] > 0
+    assert summary["tokens_decoded"]["plain"] < summary["tokens_decoded"]["rotations"] < 4 * summary["tokens_decoded"]["plain"]
+    assert summary["token_ratio"] == pytest.approx(summary["tokens_decoded"]["rotations"] / summary["tokens_decoded"]["plain"], abs=1e-3)
     right = sum(engine.score(item.request).answers["queue"].choice == item.labels["queue"] for item in items)
     assert summary["accuracy"]["plain"] == pytest.approx(right / 2)  # the plain variant is the request as labeled
     engine.check_invariants()
@@ -116,17 +125,22 @@ def _mixed_request(**spelled):
 SPELLED = {"default": {"x_debias": "rotations", "x_rotations": 3}, "two": {"x_debias": "rotations"}}  # SEMIF_DEFAULT_*, written in
 
 
-def _check_server_default(answers, expected, tolerance):
+def _check_server_default(answers, expected, same_path):
     """Wire `answers` from a server with SEMIF_DEFAULT_DEBIAS=rotations, SEMIF_DEFAULT_ROTATIONS=3, against `expected`: the
-    same request with those defaults spelled out, answered by a server without them."""
+    same request with those defaults spelled out, answered by a server without them. On the same path (one engine) the
+    numbers are the same; across processes they differ by quantized CPU noise (support.answers' bounds)."""
+    from support.answers import MAX_ABS_DIFF, MEAN_ABS_DIFF
+
     assert answers["default"]["x_debias"] == "rotations" and len(answers["default"]["x_rotation_choices"]) == 3
     assert len(answers["two"]["x_rotation_choices"]) == 2  # a question's own x_rotations wins over SEMIF_DEFAULT_ROTATIONS
     for qid in ("opt_out", "upset", "urgency"):
         assert "x_debias" not in answers[qid] and "x_rotation_choices" not in answers[qid], qid
-    for qid in ("default", "opt_out", "two"):
-        assert answers[qid].get("x_rotation_choices") == expected[qid].get("x_rotation_choices"), qid
-        for name in OPTIONS:
-            assert answers[qid]["probabilities"][name] == pytest.approx(expected[qid]["probabilities"][name], abs=tolerance), qid
+    gaps = [abs(answers[qid]["probabilities"][name] - expected[qid]["probabilities"][name])
+            for qid in ("default", "opt_out", "two") for name in OPTIONS]
+    if same_path:
+        assert max(gaps) < 1e-4 and all(answers[q].get("x_rotation_choices") == expected[q].get("x_rotation_choices") for q in answers)
+    else:
+        assert max(gaps) <= MAX_ABS_DIFF and sum(gaps) / len(gaps) <= MEAN_ABS_DIFF, gaps
 
 
 def _wire_answers(response):
@@ -139,7 +153,7 @@ def test_a_server_default_rotates_the_choices_that_leave_x_debias_unset_and_a_re
     with server_defaults(engine, default_debias="rotations", default_rotations=3):
         answers = _wire_answers(engine.score(_mixed_request()))
         engine.check_invariants()
-    _check_server_default(answers, expected, tolerance=1e-4)  # the same branches in the same batch: the same numbers
+    _check_server_default(answers, expected, same_path=True)  # the same branches in the same batch: the same numbers
     unset = _wire_answers(engine.score(_mixed_request()))  # the shipped default, none: x_rotations alone only tunes a rotation
     assert "x_debias" not in unset["default"] and "x_debias" not in unset["two"]
 
@@ -173,4 +187,4 @@ def test_semif_serve_with_semif_default_debias_serves_the_default_and_the_opt_ou
     with running_server(SEMIF_SERVE, server_env(port, SEMIF_DEFAULT_DEBIAS="rotations", SEMIF_DEFAULT_ROTATIONS="3"), port) as server:
         response = httpx.post(server.url + "/invocations", json=_mixed_request(), timeout=120)
     assert response.status_code == 200, response.text
-    _check_server_default(response.json()["answers"], expected, tolerance=0.02)  # another process and context size
+    _check_server_default(response.json()["answers"], expected, same_path=False)  # another process and context size
