@@ -40,8 +40,8 @@ from .modelfile import find_model_path, hash_file
 from .modelsource import download_hub_model, hub_origin, is_hub_reference, local_shards
 from .settings import Settings, load_settings
 
-__all__ = ["HostingPlan", "ModelPackage", "build_model_package", "build_model_tarball", "extract_model_package", "list_tarball",
-           "plan_hosting"]
+__all__ = ["HostingPlan", "ModelPackage", "build_model_package", "build_model_tarball", "extract_model_package",
+           "is_model_data_prefix", "list_tarball", "plan_hosting"]
 
 COPY_BUFFER = 8 << 20
 TAR_OVERHEAD = 1 << 20  # tar headers and padding, gzip's stored-block framing (5 bytes per 64 KiB): well under 1 MiB per GB
@@ -69,6 +69,12 @@ class ModelPackage:
         return {"tarball": str(self.tarball) if self.tarball else None, "gguf_name": self.gguf_name, "sha256": self.sha256,
                 "size": self.tarball_size or self.gguf_size, "gguf_size": self.gguf_size, "files": [str(f) for f in self.files],
                 "source": self.source, "model_data_url": url, "uploaded": False}
+
+
+def is_model_data_prefix(model_data_url: str | None) -> bool:
+    """Whether model data is uncompressed files under a prefix rather than a tarball: S3ModelDataSource's prefix ends with "/"
+    (AWS: "A valid key name prefix identified by S3Uri always ends with a forward slash"), and only a prefix does."""
+    return str(model_data_url or "").endswith("/")
 
 
 def model_identity(digests: list[str], names: list[str]) -> str:

@@ -34,7 +34,7 @@ from ..invocation import (
     text_settings,
 )
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
-from ..modelpackage import HostingPlan, plan_hosting
+from ..modelpackage import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import (
@@ -156,7 +156,7 @@ def plan_endpoint_hosting(state: WorkshopState, settings: Settings, instance_typ
     """`modelpackage.plan_hosting` for the packaged model (its recorded size and format) on `instance_type`."""
     package = state.get("model_package") or {}
     gguf_bytes = int(package.get("gguf_size") or package.get("size") or 0)
-    return plan_hosting(gguf_bytes, settings, compressed=not str(state.get("model_data_url") or "").endswith("/"),
+    return plan_hosting(gguf_bytes, settings, compressed=not is_model_data_prefix(state.get("model_data_url")),
                         accepts_volume=accepts_volume_size(instance_type))
 
 
@@ -164,7 +164,7 @@ def container_model_data(model_data_url: str) -> dict[str, Any]:
     """The container's model data: a tarball is ModelDataUrl (SageMaker unpacks it into /opt/ml/model); a URL ending in "/" is
     an S3 prefix of uncompressed files, S3ModelDataSource with CompressionType None (copied as they are; AWS: "A valid key
     name prefix identified by S3Uri always ends with a forward slash"). No ModelAccessConfig: that accepts a JumpStart EULA."""
-    if model_data_url.endswith("/"):
+    if is_model_data_prefix(model_data_url):
         from sagemaker.core.shapes import ModelDataSource, S3ModelDataSource
 
         return {"model_data_source": ModelDataSource(s3_data_source=S3ModelDataSource(

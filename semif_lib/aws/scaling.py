@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..modelpackage import is_model_data_prefix
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from . import dlc
@@ -118,6 +119,10 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: Wor
     """Upload a local JSON Lines file and score it with the decision model; returns the output URI (or job name)."""
     settings, state = settings_and_state(settings, state)
     transform_resources(settings)  # refuse arm64 before anything is uploaded
+    if is_model_data_prefix(state.get("model_data_url")):
+        raise AwsSetupError("Batch Transform cannot read uncompressed model data (AWS does not take ModelDataSource for batch "
+                            "transform): package again without SEMIF_MODEL_DATA=uncompressed and redeploy 04, or score the file "
+                            "through the endpoint (workshop.invoke_decision per line)")
     bucket = ensure_bucket(settings, state)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     prefix = state.prefix(settings)
