@@ -165,16 +165,15 @@ def test_the_runtime_client_waits_80_s_and_never_resends_a_slow_invocation(aws_c
         server.shutdown()
 
 
-# ------------------------------------------------------------------ Batch Transform: the adapter's deadline follows the job's
+# ------------------------------------------------------------------ the adapter's deadline: a real-time invocation's 60 s, or the job's
 def test_a_transform_container_waits_as_long_as_the_transform(state, aws_settings, monkeypatch):
     """A 6 MB MultiRecord mini-batch may take most of InvocationsTimeoutInSeconds (3600 s); the adapter's own deadline
-    (2 x SEMIF_REQUEST_TIMEOUT_S, 110 s by default) moves just inside it through CreateTransformJob.Environment."""
+    (58 s on a real-time endpoint) moves just inside it through CreateTransformJob.Environment."""
     from semif_lib.aws import scaling
     from semif_lib.aws.clients import make_client
-    from semif_lib.serving.routes import ANSWER_DEADLINE_FACTOR
-    from semif_lib.settings import Settings, load_settings
+    from semif_lib.serving.deadline import answer_deadline_s
+    from semif_lib.settings import load_settings
 
-    assert scaling.ADAPTER_DEADLINE_FACTOR == ANSWER_DEADLINE_FACTOR
     sm = make_client("sagemaker", aws_settings)
     sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
                     PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"})
@@ -184,9 +183,43 @@ def test_a_transform_container_waits_as_long_as_the_transform(state, aws_setting
     for key, value in desc["Environment"].items():
         monkeypatch.setenv(key, value)
     inside = load_settings()  # as the container reads its Environment
-    deadline = ANSWER_DEADLINE_FACTOR * inside.request_timeout_s
-    assert wait == 3600 and 3000 < deadline < wait
-    assert ANSWER_DEADLINE_FACTOR * Settings.model_fields["request_timeout_s"].default == 110  # what an endpoint keeps (60 s limit)
+    assert wait == 3600 and 3000 < answer_deadline_s(inside.request_timeout_s) < wait
+
+
+def test_the_adapters_deadline_on_an_endpoint_is_inside_60_s():
+    """SageMaker gives a real-time invocation 60 s; the adapter's deadline was 2 x 55 s = 110 s, so a slow request kept
+    computing for 50 s after the client had its ModelError (notebook 05's fresh reference met it)."""
+    from semif_lib.serving.deadline import answer_deadline_s
+    from semif_lib.settings import Settings
+
+    default = Settings.model_fields["request_timeout_s"].default
+    assert answer_deadline_s(default) <= 58 < 60
+    assert answer_deadline_s(1.0) == 2.0  # a short timeout keeps its 2x (the supervision tests hold requests past it)
+    assert answer_deadline_s(1785.0) == 1785.0  # a wait chosen past 60 s (Batch Transform) is the deadline itself
+
+
+def test_notebook_05s_fresh_reference_goes_one_question_per_call(monkeypatch):
+    """mode=fresh with all of a long state's questions took 71 s in one call: past a real-time invocation's 60 s. The
+    reference now goes one question per call, and the merged response sums times and tokens and says how many calls."""
+    from semif_lib import notebook, workshop
+
+    request = notebook.load_workload_request(0, 8)
+    sent: list[tuple[list[str], str]] = []
+
+    def invoke(body, settings=None, state=None, mode=None):
+        ids = list(body["questions"])
+        sent.append((ids, mode))
+        return {"model": "m", "answers": {i: {"probabilities": {"a": 1.0}} for i in ids},
+                "usage": {"input_tokens": 1500, "output_tokens": 0, "x_cached_tokens": 0},
+                "x_timing": {"mode": "fresh", "prefix_tokens": 1400, "prefill_s": 0.0, "total_s": 8.5}}
+
+    monkeypatch.setattr(workshop, "invoke_decision", invoke)
+    fresh = notebook.score_fresh_reference(request)
+    assert [ids for ids, _ in sent] == [[qid] for qid in request["questions"]] and {m for _, m in sent} == {"fresh"}
+    assert list(fresh["answers"]) == list(request["questions"])
+    assert fresh["usage"]["input_tokens"] == 8 * 1500 and fresh["x_timing"]["total_s"] == 8 * 8.5
+    assert fresh["x_timing"]["prefix_tokens"] == 1400 and fresh["x_calls"] == 8
+    assert notebook.describe_reference(fresh).startswith("fresh: 8 calls of one question")
 
 
 # ------------------------------------------------------------------ quotas in the preflight

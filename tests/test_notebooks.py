@@ -2,10 +2,14 @@
 
 * Local mode (`TARGET = None` with no `SEMIF_TARGET`, so local): every notebook in `notebooks/`, in order, sharing one
   workshop state file, on free loopback ports, with the kernel's working directory in `notebooks/`.
-* AWS mode: notebooks 01-04 and 99 as docs/aws.md runs them, unedited, with `SEMIF_TARGET=aws` in the
-  environment (their `TARGET = None` defers to it), against moto's `ThreadedMotoServer` through
-  `SEMIF_AWS_ENDPOINT_URL`, with fake credentials. moto has no `InvokeEndpointWithResponseStream`, so
-  cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
+* AWS mode, the attendee's walk: notebooks 01 -> 05 and 99 as docs/aws.md runs them, unedited, with
+  `SEMIF_TARGET=aws` in the environment (their `TARGET = None` defers to it), against moto's
+  `ThreadedMotoServer` through `SEMIF_AWS_ENDPOINT_URL`, under two identities, each an assumed-role
+  session on moto: one holding only the workshop's caller policy, and SageMaker Studio's default role
+  (AWS's AmazonSageMakerFullAccess, tests/data, with Studio's metadata file). moto authorizes few
+  services, so every call the kernel makes is decided against the identity's policies by
+  `support.aws_identity` (a denied call gets AWS's 403). moto has no `InvokeEndpointWithResponseStream`,
+  so cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
   the tests pick ml.m5; moto's SageMaker descriptions carry empty structures that the SageMaker SDK
   rejects, so the kernel strips them first (`support.aws.patch_sessions`).
 * Container mode: notebooks 01-04 and 99, unedited, with `SEMIF_TARGET=container`: the DLC replica and the
@@ -242,12 +246,14 @@ DECISION_RESULT = {"model": "SmolLM2-135M-Instruct.Q4_1",
                    "x_timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.2, "total_s": 0.4}}
 
 
-@pytest.fixture(scope="module")
-def moto_env(tmp_path_factory):
+@pytest.fixture
+def moto_env(tmp_path):
+    """One moto server per walk (each walk's account starts empty), the environment the kernels get, and the
+    test process's own credentials: moto's administrator, which makes the identities and counts what is left."""
     pytest.importorskip("moto.server")
     from moto.server import ThreadedMotoServer
 
-    folder = tmp_path_factory.mktemp("notebooks-aws")
+    folder = tmp_path
     gguf = make_fake_gguf(folder / "models" / "tiny-test.Q4_0.gguf")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -264,6 +270,9 @@ def moto_env(tmp_path_factory):
         yield env
     finally:
         server.stop()
+        from semif_lib.aws import clients as aws
+
+        aws.reset_sessions()
 
 
 def _queue_endpoint_result(env: dict[str, str], body: dict) -> None:
@@ -274,6 +283,37 @@ def _queue_endpoint_result(env: dict[str, str], body: dict) -> None:
     req = urllib.request.Request(f"{env['SEMIF_AWS_ENDPOINT_URL']}/moto-api/static/sagemaker/endpoint-results", data=payload,
                                  method="POST", headers={"Content-Type": "application/json"})
     urllib.request.urlopen(req, timeout=10).close()
+
+
+def _decision_result(questions: dict[str, dict], mode: str, prefix_tokens: int = 1200, total_s: float = 1.0) -> dict:
+    """A response of the adapter's shape for these questions (what the endpoint would answer in `mode`)."""
+    answers: dict[str, dict] = {}
+    for qid, q in questions.items():
+        if q["type"] == "choice":
+            options = list(q["criteria"])
+            probabilities = {o: (0.6 if i == 0 else 0.4 / max(len(options) - 1, 1)) for i, o in enumerate(options)}
+            answers[qid] = {"type": "choice", "choice": options[0], "confidence": 0.6, "probabilities": probabilities}
+        else:
+            answers[qid] = {"type": "noul", "noul": 0.6, "x_probabilities": {"true": 0.6, "false": 0.4}}
+    cached = prefix_tokens if mode == "cached" else 0
+    return {"model": "SmolLM2-135M-Instruct.Q4_1", "answers": answers,
+            "usage": {"input_tokens": prefix_tokens + 20 * len(questions), "output_tokens": 0, "x_cached_tokens": cached},
+            "x_timing": {"mode": "fresh" if mode == "fresh" else "parallel", "prefix_tokens": prefix_tokens,
+                         "prefill_s": 0.5 if mode == "forked" else 0.0, "branches_s": total_s, "total_s": total_s}}
+
+
+def _queue_notebook_05(env: dict[str, str]) -> int:
+    """Notebook 05's answers on the endpoint, in the order it asks: the fresh reference one question per call (each
+    inside SageMaker's 60 s), then forked and cached. Returns how many fresh calls it should make."""
+    from semif_lib import notebook
+
+    parameters = SMALL_PARAMETERS["05_score_decisions_prefix_forking.ipynb"]
+    questions = notebook.load_workload_request(parameters["STATE_INDEX"], parameters["QUESTIONS"])["questions"]
+    for qid, question in questions.items():
+        _queue_endpoint_result(env, _decision_result({qid: question}, "fresh"))
+    _queue_endpoint_result(env, _decision_result(questions, "forked"))
+    _queue_endpoint_result(env, _decision_result(questions, "cached"))
+    return len(questions)
 
 
 def _aws_settings(env: dict[str, str]):
@@ -302,46 +342,125 @@ def _leftovers(env: dict[str, str]) -> list[str]:
     return left
 
 
-MOTO_KERNEL_SETUP = (f"_sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
-                     "from support.aws import patch_sessions as _patch_sessions\n_patch_sessions()  # moto's {} members, as AWS omits them")
+def _kernel_setup(identity_file: Path) -> str:
+    """Injected after each notebook's parameters: moto's `{}` members stripped as AWS omits them, and the identity's
+    policies decided on every call (support/aws_identity.py)."""
+    return (f"_sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+            "from support.aws_identity import enforce_identity as _enforce_identity\n"
+            f"_enforce_identity({str(identity_file)!r})  # patches the sessions too (support.aws.patch_sessions)")
+
+
+def _as_identity(moto_env: dict[str, str], monkeypatch, tmp_path: Path, studio: bool) -> tuple[dict[str, str], Path]:
+    """The kernels' environment as this identity (an assumed-role session), made on moto with its policies."""
+    from semif_lib.aws import preflight
+
+    from support.aws_identity import create_identity
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
+                "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
+        monkeypatch.setenv(key, moto_env[key])  # this process: moto's administrator
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    if studio:
+        policies = [json.loads((ROOT / "tests" / "data" / "AmazonSageMakerFullAccess.json").read_text())["PolicyVersion"]["Document"]]
+    else:
+        policies = [preflight.caller_policy(_aws_settings(moto_env))]
+    credentials, identity_file = create_identity(moto_env["SEMIF_AWS_ENDPOINT_URL"], REGION, tmp_path / "identity", policies, studio)
+    return {**moto_env, **credentials}, identity_file
+
+
+def _check_target_line(text: str, name: str) -> None:
+    assert f"target=aws | run {RUN_ID} | region {REGION}" in text and "(target from SEMIF_TARGET)" in text, name
+
+
+WALK = ["01_package_gguf_to_s3.ipynb", "02_deploy_text_dlc.ipynb", "03_build_adapter_image.ipynb",
+        "04_deploy_decision_endpoint.ipynb", "05_score_decisions_prefix_forking.ipynb", "99_cleanup.ipynb"]
 
 
 @pytest.mark.notebook
 @pytest.mark.aws
 @pytest.mark.timeout(600)
-def test_aws_notebooks_on_moto(moto_env, monkeypatch):
-    """01 -> 04 create every resource through real HTTP calls to moto; 99 deletes all of it. No notebook is
-    edited: SEMIF_TARGET=aws alone sends them to AWS."""
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
-                "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
-        monkeypatch.setenv(key, moto_env[key])
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    created: dict[str, list[str]] = {}
-    for name in AWS_NOTEBOOKS:
-        if name.startswith("02"):
-            _queue_endpoint_result(moto_env, CHAT_RESULT)
-        if name.startswith("04"):
-            _queue_endpoint_result(moto_env, DECISION_RESULT)
-        if name.startswith("99"):
-            created["before cleanup"] = _leftovers(moto_env)
-        nb = execute_notebook(name, moto_env, skip_tags=("response-stream",), setup=MOTO_KERNEL_SETUP)
-        text = _outputs_text(nb)
-        assert f"target=aws | run {RUN_ID} | region {REGION}" in text and "(target from SEMIF_TARGET)" in text, name
-        if name.startswith("01"):
-            assert "needed actions allowed" in text and "s3:CreateBucket" in text, "the permission check comes first"
-        if name.startswith("02"):
-            assert "Logits give probabilities" in text
-        if name.startswith("04"):
-            assert "billing" in text and "s3://" in text
-    before = created["before cleanup"]
-    for kind in ("model", "endpoint-config", "endpoint", "bucket", "ecr", "codebuild", "role", "scalable"):
-        assert any(item.startswith(kind + " ") for item in before), f"the AWS notebooks created no {kind}: {before}"
-    assert {f"endpoint semif-text-{RUN_ID}", f"endpoint semif-decision-{RUN_ID}"} <= set(before)
-    assert _leftovers(moto_env) == []
-    assert not Path(moto_env["SEMIF_STATE_FILE"]).exists()
-    from semif_lib.aws import clients as aws
+def test_the_walk_with_the_caller_policy(moto_env, monkeypatch, tmp_path):
+    """An identity holding only container/iam/workshop-caller-policy.json runs 01 -> 05 and 99 unedited
+    (SEMIF_TARGET=aws alone sends them to AWS), every call decided against that policy: nothing it needs is
+    denied, 01's check answers by IAM policy simulation, 05's fresh reference goes one question per call, and 99
+    leaves nothing behind."""
+    from support.aws_identity import read_decisions
 
-    aws.reset_sessions()
+    env, identity_file = _as_identity(moto_env, monkeypatch, tmp_path, studio=False)
+    setup = _kernel_setup(identity_file)
+    texts, created = {}, []
+    for name in WALK:
+        if name.startswith("02"):
+            _queue_endpoint_result(env, CHAT_RESULT)
+        if name.startswith("04"):
+            _queue_endpoint_result(env, DECISION_RESULT)
+        if name.startswith("05"):
+            fresh_calls = _queue_notebook_05(env)
+        if name.startswith("99"):
+            created = _leftovers(env)
+        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=("response-stream",), setup=setup))
+        _check_target_line(texts[name], name)
+    assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
+    assert "Logits give probabilities" in texts[WALK[1]]
+    assert "billing" in texts[WALK[3]] and "s3://" in texts[WALK[3]]
+    assert f"fresh: {fresh_calls} calls of one question" in texts[WALK[4]]
+
+    decisions = read_decisions(identity_file)
+    principal = json.loads(identity_file.read_text())["principal"]
+    denied = {(d["action"], d["resource"]) for d in decisions if d["decision"] != "allowed"}
+    assert denied == {("iam:GetRole", principal)}, "the caller policy grants every call of the walk (but reading its own role)"
+    enforced = {d["action"].split(":")[0] for d in decisions}
+    assert {"s3", "sagemaker", "iam", "ecr", "codebuild", "application-autoscaling", "logs", "servicequotas"} <= enforced
+    for kind in ("model", "endpoint-config", "endpoint", "bucket", "ecr", "codebuild", "role", "scalable"):
+        assert any(item.startswith(kind + " ") for item in created), f"the walk created no {kind}: {created}"
+    assert {f"endpoint semif-text-{RUN_ID}", f"endpoint semif-decision-{RUN_ID}"} <= set(created)
+    assert _leftovers(env) == []
+    assert not Path(env["SEMIF_STATE_FILE"]).exists()
+
+
+@pytest.mark.notebook
+@pytest.mark.aws
+@pytest.mark.timeout(600)
+def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
+    """SageMaker Studio's default execution role (AWS's AmazonSageMakerFullAccess, tests/data, decided on every
+    call): what the README promises. 01 and 02 run as they are; 03 stops at its permission cell with one line
+    naming what is missing and the caller policy to attach, having created nothing; 99 then deletes what 01 and 02
+    made and says which things it keeps (the empty bucket, the endpoint's log group) and why."""
+    from nbclient.exceptions import CellExecutionError
+
+    from support.aws_identity import read_decisions
+
+    env, identity_file = _as_identity(moto_env, monkeypatch, tmp_path, studio=True)
+    setup = _kernel_setup(identity_file)
+    text_01 = _outputs_text(execute_notebook(WALK[0], env, setup=setup))
+    _check_target_line(text_01, WALK[0])
+    assert "(dry calls): " in text_01, "the default role may not simulate its policies: the check falls back to dry calls"
+    assert "warning: step 03 image build will stop on codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetRole" in text_01
+    _queue_endpoint_result(env, CHAT_RESULT)
+    text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=("response-stream",), setup=setup))
+    assert "Logits give probabilities" in text_02
+    with pytest.raises(CellExecutionError) as stop:
+        execute_notebook(WALK[2], env, setup=setup)
+    assert stop.value.ename == "AwsPermissionError" and 'check.require(step="03")' in str(stop.value)
+    line = stop.value.evalue
+    role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
+    assert "\n" not in line and line.startswith(f"step 03 image build: {role}")
+    assert "may not codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetRole (dry call: access denied)" in line
+    assert "Attach container/iam/workshop-caller-policy.json" in line
+    made = _leftovers(env)
+    assert not [m for m in made if m.startswith(("ecr ", "codebuild ", "role "))], made
+
+    text_99 = _outputs_text(execute_notebook(WALK[5], env, setup=setup))
+    bucket = f"semif-sagemaker-123456789012-{REGION}"
+    assert f"s3_bucket {bucket}: kept, empty: no s3:DeleteBucket permission" in text_99
+    assert f"log group /aws/sagemaker/Endpoints/semif-text-{RUN_ID}: kept: no logs:DeleteLogGroup permission" in text_99
+    assert _leftovers(env) == [f"bucket {bucket}"]
+    decisions = read_decisions(identity_file)
+    denied = sorted({d["action"] for d in decisions if d["decision"] != "allowed"})
+    allowed = {d["action"] for d in decisions if d["decision"] == "allowed"}
+    assert {"s3:PutObject", "iam:PassRole", "sagemaker:CreateEndpoint", "sagemaker:InvokeEndpoint"} <= allowed
+    assert {"codebuild:BatchGetProjects", "iam:SimulatePrincipalPolicy", "s3:DeleteBucket", "logs:DeleteLogGroup",
+            "s3:PutBucketPublicAccessBlock"} <= set(denied), denied
 
 
 # ====================================================================== container mode

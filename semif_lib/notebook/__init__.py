@@ -5,6 +5,7 @@
 - `data`: the repository's data files (`read_examples`, `load_workload_request`, `data_path`);
 - `tables`: answers, JSON Lines records, two responses compared, the permission check;
 - `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
+- `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`);
 - `build_context`: notebook 03's static check of `container/` (`inspect_build_context`);
 - `stop_local_servers` (from `semif_lib.targets`): stop the servers this run started here, keep the rest.
 
@@ -19,18 +20,21 @@ from .build_context import inspect_build_context
 from .data import data_path, load_workload_request, read_examples
 from .display import describe_target, find_repo_root, load_notebook_settings, show_errors_briefly, show_target
 from .form import DecisionForm
+from .reference import describe_reference, score_fresh_reference
 from .tables import compare_answers, tabulate_answers, tabulate_permissions, tabulate_records
 
 __all__ = [
     "DecisionForm",
     "compare_answers",
     "data_path",
+    "describe_reference",
     "describe_target",
     "find_repo_root",
     "inspect_build_context",
     "load_notebook_settings",
     "load_workload_request",
     "read_examples",
+    "score_fresh_reference",
     "show_errors_briefly",
     "show_target",
     "stop_local_servers",

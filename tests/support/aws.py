@@ -16,7 +16,7 @@ import functools
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REGION = "us-east-1"
 
@@ -98,8 +98,13 @@ def omit_empty_structures(parsed: Any = None, **_: Any) -> None:
         parsed.update(cleaned)
 
 
+# What every session `semif_lib.aws.clients` hands out gets, once patched: moto's `{}` members stripped, and
+# what a test adds (support.aws_identity.enforce_identity: an identity's policies decided on every call).
+SESSION_HOOKS: list[Callable[[Any], None]] = [lambda made: made.events.register("after-call.sagemaker", omit_empty_structures)]
+
+
 def patch_sessions() -> None:
-    """Make every session `semif_lib.aws.clients` hands out strip moto's empty structures (see the module doc)."""
+    """Make every session `semif_lib.aws.clients` hands out run `SESSION_HOOKS` (see the module doc)."""
     from semif_lib.aws import clients
 
     if getattr(clients._session, "moto_patched", False):
@@ -109,7 +114,8 @@ def patch_sessions() -> None:
     @functools.lru_cache(maxsize=16)
     def session(*key):  # (region, endpoint URL)
         made = original(*key)
-        made.events.register("after-call.sagemaker", omit_empty_structures)
+        for hook in SESSION_HOOKS:
+            hook(made)
         return made
 
     session.moto_patched = True

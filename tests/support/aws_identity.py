@@ -1,0 +1,266 @@
+"""An AWS identity enforced on every call the workshop makes, for the walk tests on moto.
+
+moto authorizes only a few services, so `enforce_identity` decides every request itself before it leaves
+botocore: a `before-parameter-build` hook keeps the call's parameters, a `before-call` hook maps the call
+to the IAM actions and resource ARNs AWS authorizes it against (`authorization_for`; the actions come from
+the product's own `preflight.iam_action_for`) and evaluates the identity's policy documents
+(`support.iam_policy.evaluate`). A denied call gets the answer AWS gives: HTTP 403 with the protocol's
+error code (`AccessDenied` for query and REST-XML services, `AccessDeniedException` for JSON ones, a bare
+`403` for S3's HEAD requests) and AWS's message ("User: ... is not authorized to perform: ... on resource:
+... because no identity-based policy allows the ... action"), raised by botocore as the ClientError an
+attendee would see. `iam:SimulatePrincipalPolicy`, which moto lacks, is answered for the identity's own
+principal by the same evaluator, as IAM's simulator evaluates the principal's policies.
+
+Every decision is appended to a JSON Lines file, so the test reads what was called and what was denied.
+Resource ARNs follow the services' authorization references; where AWS's choice is not documented
+(CloudWatch's DescribeAlarms by name prefix) the request is evaluated against "*".
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from support.iam_policy import EXPLICIT_DENY, evaluate
+
+__all__ = ["authorization_for", "enforce_identity"]
+
+# iam:CreateServiceLinkedRole: the role AWS creates for a service the first time it is used
+SERVICE_LINKED_ROLES = {"sagemaker.application-autoscaling.amazonaws.com": "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"}
+PASSED_TO = {"sagemaker": "sagemaker.amazonaws.com", "codebuild": "codebuild.amazonaws.com",
+             "application-autoscaling": "application-autoscaling.amazonaws.com"}
+_SAGEMAKER_NOUNS = (("EndpointConfig", "EndpointConfigName", "endpoint-config"), ("Endpoint", "EndpointName", "endpoint"),
+                    ("TransformJob", "TransformJobName", "transform-job"), ("Model", "ModelName", "model"))
+
+
+def _names(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _s3(op: str, p: dict[str, Any]) -> list[str]:
+    if "Bucket" not in p:
+        return ["*"]
+    bucket = f"arn:aws:s3:::{p['Bucket']}"
+    if op == "DeleteObjects":
+        return [f"{bucket}/{o['Key']}" for o in p.get("Delete", {}).get("Objects", [])]
+    return [f"{bucket}/{p['Key']}"] if "Key" in p else [bucket]
+
+
+def _sagemaker(op: str, p: dict[str, Any], sm: str) -> list[str]:
+    if "ResourceArn" in p:
+        return [p["ResourceArn"]]
+    if op == "DescribeUserProfile":
+        return [f"{sm}:user-profile/{p['DomainId']}/{p['UserProfileName']}".lower()]
+    if op == "DescribeDomain":
+        return [f"{sm}:domain/{p['DomainId']}".lower()]
+    if not op.startswith("List"):
+        for noun, key, kind in _SAGEMAKER_NOUNS:
+            if noun in op and key in p:
+                return [f"{sm}:{kind}/{p[key]}".lower()]
+    return ["*"]
+
+
+def _iam(op: str, p: dict[str, Any], account: str, role_paths: dict[str, str]) -> list[str]:
+    if op == "SimulatePrincipalPolicy":
+        return [p["PolicySourceArn"]]
+    if op == "CreateServiceLinkedRole":
+        service = p["AWSServiceName"]
+        return [f"arn:aws:iam::{account}:role/aws-service-role/{service}/{SERVICE_LINKED_ROLES.get(service, '*')}"]
+    if "RoleName" in p:
+        path = p.get("Path") or role_paths.get(p["RoleName"], "/")
+        return [f"arn:aws:iam::{account}:role{path}{p['RoleName']}"]
+    return ["*"]
+
+
+def _regional(service: str, op: str, p: dict[str, Any], region: str, account: str) -> list[str]:
+    base = f"arn:aws:{service}:{region}:{p.get('registryId') or account}"  # ECR: another account's registry (the DLC's)
+    if service == "ecr":
+        if "resourceArn" in p:
+            return [p["resourceArn"]]
+        names = _names(p.get("repositoryNames") or p.get("repositoryName"))
+        return [f"{base}:repository/{n}" for n in names] or ["*"]
+    if service == "codebuild":
+        names = _names(p.get("names") or p.get("name") or p.get("projectName"))
+        names += [i.split(":")[0] for i in _names(p.get("ids"))]  # a build id is <project>:<uuid>
+        return [f"{base}:project/{n}" for n in names] or ["*"]
+    if service == "logs" and "logGroupName" in p:
+        return [f"{base}:log-group:{p['logGroupName']}"]
+    if service == "cloudwatch":
+        names = _names(p.get("AlarmNames") or p.get("AlarmName"))
+        return [f"{base}:alarm:{n}" for n in names] or ["*"]
+    return ["*"]
+
+
+def _resources(service: str, op: str, p: dict[str, Any], region: str, account: str, role_paths: dict[str, str]) -> list[str]:
+    if service == "s3":
+        return _s3(op, p)
+    if service in ("sagemaker", "sagemaker-runtime"):
+        return _sagemaker(op, p, f"arn:aws:sagemaker:{region}:{account}")
+    if service == "iam":
+        return _iam(op, p, account, role_paths)
+    return _regional(service, op, p, region, account)
+
+
+def authorization_for(service: str, op: str, params: dict[str, Any], region: str, account: str,
+                      role_paths: dict[str, str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(action, resource, condition context) triples AWS authorizes this call against; each must be allowed."""
+    from semif_lib.aws.preflight import iam_action_for
+
+    role_paths = role_paths or {}
+    primary = _resources(service, op, params, region, account, role_paths)
+    checks: list[tuple[str, str, dict[str, Any]]] = []
+    for action in iam_action_for(service, op, params):
+        if action == "iam:PassRole":
+            role = next(params[k] for k in ("ExecutionRoleArn", "serviceRole", "RoleArn") if k in params)
+            checks.append((action, role, {"iam:PassedToService": PASSED_TO.get(service, f"{service}.amazonaws.com")}))
+        elif action == "iam:CreateServiceLinkedRole":
+            checks += [(action, r, {"iam:AWSServiceName": params["AWSServiceName"]}) for r in primary]
+        else:
+            checks += [(action, r, {}) for r in primary]
+    if service == "application-autoscaling" and op == "RegisterScalableTarget" and params.get("ServiceNamespace") == "sagemaker":
+        # the first registration creates SageMaker's service-linked role for Application Auto Scaling, as the caller
+        service_name = "sagemaker.application-autoscaling.amazonaws.com"
+        checks.append(("iam:CreateServiceLinkedRole", _iam("CreateServiceLinkedRole", {"AWSServiceName": service_name}, account, {})[0],
+                       {"iam:AWSServiceName": service_name}))
+    return checks
+
+
+class _Forbidden:
+    """What botocore reads of an HTTP response that a `before-call` hook answers."""
+
+    status_code = 403
+    headers: dict[str, str] = {}
+    content = b""
+    raw = None
+
+
+class _Ok(_Forbidden):
+    status_code = 200
+
+
+def _error_code(model: Any) -> str:
+    service = model.service_model
+    if service.protocol in ("query", "rest-xml", "ec2") or service.metadata.get("awsQueryCompatible") is not None:
+        return "AccessDenied"
+    return "AccessDeniedException"
+
+
+class IdentityEnforcer:
+    """The hooks for one identity: `principal` (the role ARN its policies belong to), `caller` (the ARN AWS names
+    in its messages: the assumed-role session), `policies` (its identity-based policy documents)."""
+
+    def __init__(self, principal: str, caller: str, policies: list[dict[str, Any]], log_file: Path) -> None:
+        self.principal, self.caller, self.policies, self.log_file = principal, caller, policies, Path(log_file)
+        self.account = principal.split(":")[4]
+        name = principal.split(":role", 1)[1]
+        self.role_paths = {name.rsplit("/", 1)[1]: name.rsplit("/", 1)[0] + "/"}
+        self._lock = threading.Lock()
+
+    def keep_params(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["iam_enforced_params"] = dict(params)
+
+    def _log(self, record: dict[str, Any]) -> None:
+        with self._lock, self.log_file.open("a") as out:
+            out.write(json.dumps(record) + "\n")
+
+    def _context(self, region: str) -> dict[str, Any]:
+        return {"aws:PrincipalArn": self.principal, "aws:PrincipalAccount": self.account, "aws:RequestedRegion": region}
+
+    def decide(self, model: Any, context: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        service, op = model.service_model.service_name, model.name
+        params = context.get("iam_enforced_params", {})
+        region = context.get("client_region") or "us-east-1"
+        if service == "iam" and op == "CreateRole":
+            self.role_paths[params["RoleName"]] = params.get("Path") or "/"
+        for action, resource, keys in authorization_for(service, op, params, region, self.account, self.role_paths):
+            decision = evaluate(self.policies, action, resource, {**self._context(region), **keys})
+            self._log({"service": service, "operation": op, "action": action, "resource": resource, "decision": decision.kind})
+            if not decision.allowed:
+                return self._denied(model, action, resource, decision.kind)
+        if service == "iam" and op == "SimulatePrincipalPolicy" and params.get("PolicySourceArn") == self.principal:
+            return _Ok(), self._simulate(params, region)
+        return None
+
+    def _denied(self, model: Any, action: str, resource: str, kind: str) -> tuple[Any, dict[str, Any]]:
+        why = ("with an explicit deny in an identity-based policy" if kind == EXPLICIT_DENY
+               else f"because no identity-based policy allows the {action} action")
+        message = f"User: {self.caller} is not authorized to perform: {action} on resource: {resource} {why}"
+        code = _error_code(model)
+        if model.service_model.service_name == "s3" and model.http.get("method") == "HEAD":
+            code, message = "403", "Forbidden"  # a HEAD response has no body to carry a code
+        return _Forbidden(), {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": 403}}
+
+    def _simulate(self, params: dict[str, Any], region: str) -> dict[str, Any]:
+        keys = {e["ContextKeyName"]: e["ContextKeyValues"][0] for e in params.get("ContextEntries", [])}
+        results = []
+        for action in params["ActionNames"]:
+            for resource in params.get("ResourceArns") or ["*"]:
+                decision = evaluate(self.policies, action, resource, {**self._context(region), **keys})
+                results.append({"EvalActionName": action, "EvalResourceName": resource, "EvalDecision": decision.kind})
+        return {"EvaluationResults": results, "IsTruncated": False, "ResponseMetadata": {"HTTPStatusCode": 200}}
+
+    def register(self, session: Any) -> None:
+        session.events.register("before-parameter-build", self.keep_params, unique_id="iam-enforcer-params")
+        session.events.register_first("before-call", self.decide, unique_id="iam-enforcer-decide")
+
+
+def enforce_identity(identity_file: str | Path) -> IdentityEnforcer:
+    """Enforce the identity described in `identity_file` (JSON: principal, caller, policies, log_file, and
+    studio_metadata when it plays SageMaker Studio) on every session `semif_lib.aws.clients` hands out."""
+    from semif_lib.aws import clients
+
+    from support.aws import SESSION_HOOKS, patch_sessions
+
+    identity = json.loads(Path(identity_file).read_text())
+    enforcer = IdentityEnforcer(identity["principal"], identity["caller"], identity["policies"], identity["log_file"])
+    SESSION_HOOKS.append(enforcer.register)
+    patch_sessions()
+    clients.reset_sessions()
+    if identity.get("studio_metadata"):  # inside Studio: the notebook's own role, found by the SDK from this file
+        from sagemaker.core.helper import session_helper
+
+        from semif_lib.aws import iamroles
+
+        iamroles.STUDIO_METADATA_FILE = session_helper.NOTEBOOK_METADATA_FILE = identity["studio_metadata"]
+    return enforcer
+
+
+STUDIO_ROLE = "AmazonSageMaker-ExecutionRole-20261202T000000"  # the name and path the console gives Studio's default role
+TRUST_SAGEMAKER = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+                                                           "Action": "sts:AssumeRole"}]}
+
+
+def create_identity(endpoint_url: str, region: str, folder: Path, policies: list[dict[str, Any]],
+                    studio: bool) -> tuple[dict[str, str], Path]:
+    """Make the identity's role on moto, assume it, and write the identity file `enforce_identity` reads: its policies
+    live there, not attached in moto (moto enforces none of them, and its policy validator refuses the caller
+    policy's `arn:aws:iam::<account>:*`, a resource whose path IAM's own message allows as "*"). Returns the
+    credentials the kernels run with (the assumed-role session's) and the identity file (its `log_file` receives
+    the decisions). `studio`: the console's
+    AmazonSageMaker-ExecutionRole under /service-role/, with the metadata file a Studio kernel has."""
+    import boto3
+
+    admin = {"endpoint_url": endpoint_url, "region_name": region, "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    iam, sts = boto3.client("iam", **admin), boto3.client("sts", **admin)
+    name, path = (STUDIO_ROLE, "/service-role/") if studio else ("workshop-attendee", "/")
+    role = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))["Role"]["Arn"]
+    session = sts.assume_role(RoleArn=role, RoleSessionName="SageMaker" if studio else "attendee")
+    folder.mkdir(parents=True, exist_ok=True)
+    identity = {"principal": role, "caller": session["AssumedRoleUser"]["Arn"], "policies": policies,
+                "log_file": str(folder / "decisions.jsonl")}
+    if studio:
+        metadata = folder / "resource-metadata.json"
+        metadata.write_text(json.dumps({"ResourceName": "default", "ExecutionRoleArn": role}))
+        identity["studio_metadata"] = str(metadata)
+    (folder / "identity.json").write_text(json.dumps(identity))
+    credentials = session["Credentials"]
+    return ({"AWS_ACCESS_KEY_ID": credentials["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
+             "AWS_SESSION_TOKEN": credentials["SessionToken"]}, folder / "identity.json")
+
+
+def read_decisions(identity_file: Path) -> list[dict[str, str]]:
+    """Every decision `enforce_identity` logged for this identity, in order."""
+    path = Path(json.loads(Path(identity_file).read_text())["log_file"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []

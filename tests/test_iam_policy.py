@@ -1,0 +1,204 @@
+"""The IAM evaluator the AWS walk tests enforce identities with (support/iam_policy.py), checked against the cases of
+AWS's documentation ("Policy evaluation logic", "Condition operators", "NotAction", "NotResource", "Policy
+variables") and against the two documents the walk uses: AWS's AmazonSageMakerFullAccess (tests/data) and the
+workshop's caller policy. The request mapping (support/aws_identity.py) is checked on the calls the walk makes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.iam_policy import evaluate
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _policy(*statements):
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+def _allow(action, resource="*", **extra):
+    return {"Effect": "Allow", "Action": action, "Resource": resource, **extra}
+
+
+def _deny(action, resource="*", **extra):
+    return {"Effect": "Deny", "Action": action, "Resource": resource, **extra}
+
+
+def kind(policies, action, resource="*", context=None):
+    return evaluate(policies, action, resource, context).kind
+
+
+# ------------------------------------------------------------------ policy evaluation logic
+def test_an_explicit_deny_in_any_policy_overrides_every_allow():
+    allow_all = _policy(_allow("s3:*"))
+    deny_delete = _policy(_deny("s3:DeleteBucket", "arn:aws:s3:::b"))
+    assert kind([allow_all, deny_delete], "s3:DeleteBucket", "arn:aws:s3:::b") == "explicitDeny"
+    assert kind([allow_all, deny_delete], "s3:DeleteBucket", "arn:aws:s3:::other") == "allowed"
+    assert kind([deny_delete, allow_all], "s3:DeleteBucket", "arn:aws:s3:::b") == "explicitDeny"  # order does not matter
+
+
+def test_a_request_no_statement_allows_is_implicitly_denied():
+    assert kind([_policy(_allow("s3:GetObject"))], "s3:PutObject", "arn:aws:s3:::b/k") == "implicitDeny"
+    assert kind([], "s3:GetObject", "arn:aws:s3:::b/k") == "implicitDeny"
+
+
+def test_actions_match_case_insensitively_with_wildcards_and_resources_case_sensitively():
+    p = [_policy(_allow("SageMaker:Describe*", "arn:aws:sagemaker:*:*:endpoint/semif-*"), _allow("iam:?etRole", "*"))]
+    assert kind(p, "sagemaker:DescribeEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/semif-x") == "allowed"
+    assert kind(p, "sagemaker:describeendpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/semif-x") == "allowed"
+    assert kind(p, "sagemaker:DescribeEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/SEMIF-x") == "implicitDeny"
+    assert kind(p, "sagemaker:CreateEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/semif-x") == "implicitDeny"
+    assert kind(p, "iam:GetRole", "*") == "allowed" and kind(p, "iam:GetRoles", "*") == "implicitDeny"  # ? is one character
+    # a `.` in a pattern is a dot, not any character
+    assert kind([_policy(_allow("s3:*", "arn:aws:s3:::a.b"))], "s3:ListBucket", "arn:aws:s3:::axb") == "implicitDeny"
+
+
+def test_an_action_without_resource_types_needs_resource_star():
+    """Resource "*" in the request (ListBuckets, GetAuthorizationToken) is granted only by a statement whose pattern matches "*"."""
+    assert kind([_policy(_allow("ecr:*", "arn:aws:ecr:*:*:repository/*"))], "ecr:GetAuthorizationToken", "*") == "implicitDeny"
+    assert kind([_policy(_allow("ecr:*", "*"))], "ecr:GetAuthorizationToken", "*") == "allowed"
+
+
+def test_not_action_and_not_resource():
+    """NotAction with Allow allows every other action; with Deny it denies every other action (IAM User Guide, NotAction)."""
+    everything_but_iam = _policy({"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"})
+    assert kind([everything_but_iam], "s3:PutObject", "arn:aws:s3:::b/k") == "allowed"
+    assert kind([everything_but_iam], "iam:CreateRole", "arn:aws:iam::1:role/r") == "implicitDeny"
+    deny_but_reads = _policy(_allow("*"), {"Effect": "Deny", "NotAction": ["s3:Get*", "s3:List*"], "Resource": "*"})
+    assert kind([deny_but_reads], "s3:PutObject", "arn:aws:s3:::b/k") == "explicitDeny"
+    assert kind([deny_but_reads], "s3:GetObject", "arn:aws:s3:::b/k") == "allowed"
+    not_admin = _policy({"Effect": "Allow", "Action": "sagemaker:*", "NotResource": ["arn:aws:sagemaker:*:*:domain/*"]})
+    assert kind([not_admin], "sagemaker:DeleteDomain", "arn:aws:sagemaker:us-east-1:1:domain/d-1") == "implicitDeny"
+    assert kind([not_admin], "sagemaker:CreateModel", "arn:aws:sagemaker:us-east-1:1:model/m") == "allowed"
+    assert kind([not_admin], "sagemaker:ListModels", "*") == "allowed"
+
+
+# ------------------------------------------------------------------ conditions
+def test_condition_keys_and_and_values_or():
+    p = [_policy(_allow("iam:PassRole", "arn:aws:iam::1:role/*", Condition={
+        "StringEquals": {"iam:PassedToService": ["sagemaker.amazonaws.com", "codebuild.amazonaws.com"]},
+        "StringLike": {"aws:PrincipalArn": "arn:aws:iam::1:role/team-*"}}))]
+    role = "arn:aws:iam::1:role/r"
+    ok = {"iam:PassedToService": "codebuild.amazonaws.com", "aws:PrincipalArn": "arn:aws:iam::1:role/team-a"}
+    assert kind(p, "iam:PassRole", role, ok) == "allowed"
+    assert kind(p, "iam:PassRole", role, {**ok, "iam:PassedToService": "ec2.amazonaws.com"}) == "implicitDeny"
+    assert kind(p, "iam:PassRole", role, {**ok, "aws:PrincipalArn": "arn:aws:iam::1:role/other"}) == "implicitDeny"
+    assert kind(p, "iam:PassRole", role, {"IAM:passedtoservice": "codebuild.amazonaws.com",  # key names are case-insensitive
+                                          "aws:PrincipalArn": "arn:aws:iam::1:role/team-a"}) == "allowed"
+
+
+def test_an_allow_whose_condition_fails_denies_nothing_explicitly():
+    """moto's evaluator reads a failed condition on an Allow as a Deny; in IAM the statement simply does not apply."""
+    p = [_policy(_allow("cloudwatch:DescribeAlarms", "*", Condition={"StringEquals": {"aws:RequestedRegion": "eu-west-1"}}),
+                 _allow("cloudwatch:DescribeAlarms", "*"))]
+    assert kind(p, "cloudwatch:DescribeAlarms", "*", {"aws:RequestedRegion": "us-east-1"}) == "allowed"
+
+
+@pytest.mark.parametrize(("operator", "context", "expected"), [
+    ("StringEquals", {}, "implicitDeny"),                      # a missing key fails a positive operator
+    ("StringNotEquals", {}, "allowed"),                        # ... and satisfies a negated one
+    ("StringNotLike", {}, "allowed"),
+    ("ArnNotLike", {}, "allowed"),
+    ("StringEqualsIfExists", {}, "allowed"),                   # IfExists: checked only when present
+    ("StringEqualsIfExists", {"k": "other"}, "implicitDeny"),
+    ("StringEqualsIfExists", {"k": "v"}, "allowed"),
+    ("StringEqualsIgnoreCase", {"k": "V"}, "allowed"),
+    ("StringEquals", {"k": "V"}, "implicitDeny"),
+    ("StringLike", {"k": "v-anything"}, "implicitDeny"),
+    ("ForAllValues:StringEquals", {}, "allowed"),              # ForAllValues holds on a missing key
+    ("ForAnyValue:StringEquals", {}, "implicitDeny"),
+    ("ForAnyValue:StringEquals", {"k": ["x", "v"]}, "allowed"),
+    ("ForAllValues:StringEquals", {"k": ["x", "v"]}, "implicitDeny"),
+])
+def test_condition_operators_on_present_and_missing_keys(operator, context, expected):
+    assert kind([_policy(_allow("s3:GetObject", "*", Condition={operator: {"k": "v"}}))], "s3:GetObject", "*", context) == expected
+
+
+def test_null_and_bool_and_unknown_operators():
+    null_true = [_policy(_allow("sagemaker:CreateApp", "*", Condition={"Null": {"sagemaker:OwnerUserProfileArn": "true"}}))]
+    assert kind(null_true, "sagemaker:CreateApp") == "allowed"
+    assert kind(null_true, "sagemaker:CreateApp", "*", {"sagemaker:OwnerUserProfileArn": "arn:x"}) == "implicitDeny"
+    secure = [_policy(_allow("s3:GetObject", "*", Condition={"Bool": {"aws:SecureTransport": "true"}}))]
+    assert kind(secure, "s3:GetObject", "*", {"aws:SecureTransport": True}) == "allowed"
+    assert kind(secure, "s3:GetObject", "*", {"aws:SecureTransport": "false"}) == "implicitDeny"
+    with pytest.raises(ValueError, match="NumericLessThan"):
+        kind([_policy(_allow("s3:GetObject", "*", Condition={"NumericLessThan": {"s3:max-keys": "10"}}))], "s3:GetObject")
+
+
+def test_policy_variables_are_replaced_from_the_context():
+    p = [_policy(_allow("s3:*", "arn:aws:s3:::home-${aws:PrincipalAccount}/*",
+                        Condition={"StringEquals": {"aws:ResourceAccount": "${aws:PrincipalAccount}"}}))]
+    context = {"aws:PrincipalAccount": "111122223333", "aws:ResourceAccount": "111122223333"}
+    assert kind(p, "s3:GetObject", "arn:aws:s3:::home-111122223333/k", context) == "allowed"
+    assert kind(p, "s3:GetObject", "arn:aws:s3:::home-444455556666/k", context) == "implicitDeny"
+    assert kind(p, "s3:GetObject", "arn:aws:s3:::home-/k", {}) == "implicitDeny"  # an unresolved variable matches nothing
+
+
+# ------------------------------------------------------------------ the two documents of the walk
+def studio_default_policy() -> dict:
+    return json.loads((DATA / "AmazonSageMakerFullAccess.json").read_text())["PolicyVersion"]["Document"]
+
+
+def test_amazon_sagemaker_full_access_as_the_walk_meets_it():
+    p = [studio_default_policy()]
+    role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
+    sm = "arn:aws:sagemaker:us-east-1:123456789012"
+    assert kind(p, "iam:PassRole", role, {"iam:PassedToService": "sagemaker.amazonaws.com"}) == "allowed"
+    assert kind(p, "iam:PassRole", role, {"iam:PassedToService": "codebuild.amazonaws.com"}) == "implicitDeny"
+    assert kind(p, "s3:PutObject", "arn:aws:s3:::semif-sagemaker-123456789012-us-east-1/semif-workshop/x") == "allowed"
+    assert kind(p, "s3:PutObject", "arn:aws:s3:::semif-workshop-123456789012-us-east-1/x") == "implicitDeny"
+    assert kind(p, "s3:PutBucketPublicAccessBlock", "arn:aws:s3:::semif-sagemaker-123456789012-us-east-1") == "implicitDeny"
+    assert kind(p, "s3:DeleteBucket", "arn:aws:s3:::semif-sagemaker-123456789012-us-east-1") == "implicitDeny"
+    assert kind(p, "sagemaker:CreateEndpoint", f"{sm}:endpoint/semif-text-r") == "allowed"
+    assert kind(p, "sagemaker:DeleteDomain", f"{sm}:domain/d-1") == "implicitDeny"  # NotResource
+    assert kind(p, "codebuild:CreateProject", "arn:aws:codebuild:us-east-1:123456789012:project/semif-adapter-build-r") == "implicitDeny"
+    assert kind(p, "codebuild:StartBuild", "arn:aws:codebuild:us-east-1:123456789012:project/sagemaker-x") == "allowed"
+    assert kind(p, "cloudwatch:DescribeAlarms", "*") == "allowed"  # what moto's own dry-call check read as denied
+    assert kind(p, "logs:DeleteLogGroup", "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/Endpoints/x") == "implicitDeny"
+    slr = "arn:aws:iam::123456789012:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/" \
+          "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
+    context = {"iam:AWSServiceName": "sagemaker.application-autoscaling.amazonaws.com"}
+    assert kind(p, "iam:CreateServiceLinkedRole", slr, context) == "allowed"
+
+
+def test_the_caller_policy_is_scoped_to_the_run(aws, aws_settings):
+    from semif_lib.aws import preflight
+
+    p = [preflight.caller_policy(aws_settings)]
+    sm = "arn:aws:sagemaker:us-east-1:123456789012"
+    assert kind(p, "sagemaker:CreateModel", f"{sm}:model/semif-text-r") == "allowed"
+    assert kind(p, "sagemaker:CreateModel", f"{sm}:model/someone-else") == "implicitDeny"
+    assert kind(p, "sagemaker:ListModels", "*") == "implicitDeny"
+    assert kind(p, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-r", {"iam:PassedToService": "codebuild.amazonaws.com"}) \
+        == "allowed"
+
+
+# ------------------------------------------------------------------ the request mapping
+@pytest.mark.parametrize(("service", "op", "params", "expected"), [
+    ("s3", "PutObject", {"Bucket": "b", "Key": "p/k"}, [("s3:PutObject", "arn:aws:s3:::b/p/k", {})]),
+    ("s3", "HeadBucket", {"Bucket": "b"}, [("s3:ListBucket", "arn:aws:s3:::b", {})]),
+    ("s3", "ListBuckets", {}, [("s3:ListBuckets", "*", {})]),
+    ("sagemaker", "CreateModel", {"ModelName": "semif-text-r", "ExecutionRoleArn": "arn:aws:iam::1:role/x", "Tags": [{"Key": "a"}]},
+     [("sagemaker:CreateModel", "arn:aws:sagemaker:us-east-1:1:model/semif-text-r", {}),
+      ("sagemaker:AddTags", "arn:aws:sagemaker:us-east-1:1:model/semif-text-r", {}),
+      ("iam:PassRole", "arn:aws:iam::1:role/x", {"iam:PassedToService": "sagemaker.amazonaws.com"})]),
+    ("sagemaker", "CreateEndpoint", {"EndpointName": "E", "EndpointConfigName": "c"},
+     [("sagemaker:CreateEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/e", {})]),
+    ("sagemaker", "DescribeEndpointConfig", {"EndpointConfigName": "c"},
+     [("sagemaker:DescribeEndpointConfig", "arn:aws:sagemaker:us-east-1:1:endpoint-config/c", {})]),
+    ("sagemaker-runtime", "InvokeEndpoint", {"EndpointName": "e"},
+     [("sagemaker:InvokeEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/e", {})]),
+    ("iam", "GetRole", {"RoleName": "AmazonSageMaker-ExecutionRole-1"},
+     [("iam:GetRole", "arn:aws:iam::1:role/service-role/AmazonSageMaker-ExecutionRole-1", {})]),
+    ("codebuild", "BatchGetBuilds", {"ids": ["p:0000"]}, [("codebuild:BatchGetBuilds", "arn:aws:codebuild:us-east-1:1:project/p", {})]),
+    ("ecr", "GetAuthorizationToken", {}, [("ecr:GetAuthorizationToken", "*", {})]),
+    ("logs", "DeleteLogGroup", {"logGroupName": "/aws/x"}, [("logs:DeleteLogGroup", "arn:aws:logs:us-east-1:1:log-group:/aws/x", {})]),
+    ("sts", "GetCallerIdentity", {}, []),
+])
+def test_a_call_maps_to_the_actions_and_resources_aws_authorizes(service, op, params, expected):
+    from support.aws_identity import authorization_for
+
+    assert authorization_for(service, op, params, "us-east-1", "1", {"AmazonSageMaker-ExecutionRole-1": "/service-role/"}) == expected
