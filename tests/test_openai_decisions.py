@@ -42,6 +42,14 @@ def server() -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
+def model_id(server) -> str:
+    """The served model's id, as /ping (and GET /v1/models, and every answer's `model`) says it."""
+    import httpx
+
+    return httpx.get(server.url + "/ping", timeout=30).json()["model"]
+
+
+@pytest.fixture(scope="module")
 def client(server):
     from openai import OpenAI
 
@@ -75,38 +83,54 @@ def test_text_input_every_question_type(client):
     assert decision.usage.input_tokens > 0 and decision.usage.total_tokens == decision.usage.input_tokens
 
 
-def test_messages_with_a_function_call_and_its_output_and_the_cache(client, server):
+def test_messages_with_a_function_call_and_its_output_and_the_cache(client, server, model_id):
     """The conversation is the state; asked again, its prefix is a cache hit; another prompt_cache_key is a cold cache."""
     first = client.with_options(base_url=server.url + "/v1").decisions.create(
-        model="x", input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-a")
+        model=model_id, input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-a")
     check_answers(first)
-    again = client.decisions.create(model="x", input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-a")
-    other = client.decisions.create(model="x", input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-b")
+    assert first.model == model_id
+    again = client.decisions.create(model=model_id, input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-a")
+    other = client.decisions.create(model=model_id, input=CONVERSATION, questions=QUESTIONS, prompt_cache_key="tenant-b")
     assert again.usage.input_tokens_details.cached_tokens > 0 and again.usage.input_tokens_details.cache_write_tokens == 0
     assert other.usage.input_tokens_details.cached_tokens == 0  # prompt_cache_key partitions the prefix cache
     assert again.answers[2].probabilities[0].probability == pytest.approx(first.answers[2].probabilities[0].probability, abs=0.02)
 
 
-def test_images_are_a_400_naming_them_and_validation_is_openai_shaped(client):
+def test_images_are_a_400_naming_them_and_validation_is_openai_shaped(client, model_id):
     import openai
 
     image = [{"role": "user", "content": [{"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": "https://x/a.png"}]}]
     with pytest.raises(openai.BadRequestError) as info:
-        client.decisions.create(model="x", input=image, questions=QUESTIONS)
+        client.decisions.create(model=model_id, input=image, questions=QUESTIONS)
     assert info.value.status_code == 400 and "input[0].content[1]" in info.value.message and "input_image" in info.value.message
     with pytest.raises(openai.BadRequestError) as info:
-        client.decisions.create(model="x", input="x", questions=[{"type": "score", "instructions": "q", "levels": [{"label": "a"}]}])
+        client.decisions.create(model=model_id, input="x", questions=[{"type": "score", "instructions": "q", "levels": [{"label": "a"}]}])
     assert info.value.body["param"] == "questions.0.levels" and info.value.body["type"] == "invalid_request_error"
     with pytest.raises(openai.AuthenticationError):
-        client.with_options(api_key="wrong").decisions.create(model="x", input="x", questions=QUESTIONS[:1])
+        client.with_options(api_key="wrong").decisions.create(model=model_id, input="x", questions=QUESTIONS[:1])
 
 
-def test_invocations_takes_the_openai_body_too(server):
+def test_invocations_takes_the_openai_body_too(server, model_id):
     import httpx
 
-    body = {"model": "x", "input": "Refund me.", "questions": QUESTIONS[:1]}
+    body = {"model": model_id + ".gguf", "input": "Refund me.", "questions": QUESTIONS[:1]}  # the file name is accepted too
     r = httpx.post(server.url + "/invocations", json=body, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=120)
     assert r.status_code == 200 and r.json()["answers"][0]["type"] == "predicate" and "input_tokens_details" in r.json()["usage"]
+
+
+def test_a_model_this_server_does_not_serve_is_openais_404_model_not_found_on_both_routes(client, server, model_id):
+    """What OpenAI answers for an unknown model, and what the SDK raises (NotFoundError); the message lists the names accepted."""
+    import httpx
+    import openai
+
+    with pytest.raises(openai.NotFoundError) as info:
+        client.decisions.create(model="gpt-4o", input="Refund me.", questions=QUESTIONS[:1])
+    error = info.value.body
+    assert info.value.status_code == 404 and error["code"] == "model_not_found" and error["param"] == "model"
+    assert error["type"] == "invalid_request_error" and "'gpt-4o'" in error["message"] and repr(model_id) in error["message"]
+    body = {"model": "gpt-4o", "input": "Refund me.", "questions": QUESTIONS[:1]}
+    r = httpx.post(server.url + "/invocations", json=body, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=120)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
 
 
 def test_a_calibration_file_that_abstains_makes_refusals_and_the_others_still_answer(tmp_path):
@@ -129,9 +153,9 @@ def test_a_calibration_file_that_abstains_makes_refusals_and_the_others_still_an
         "abstention": {"choice": {"min_confidence": 1.01, "target_error": 0.0}},  # no choice is ever that sure: always refuse
     }))
     port = free_port()
-    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_CALIBRATION=str(path)), port) as srv:
+    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_CALIBRATION=str(path), SEMIF_MODEL_ALIASES="semif, decider"), port) as srv:
         with OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
-            decision = c.decisions.create(model="semif", input="I was charged twice. Refund me.", questions=QUESTIONS)
+            decision = c.decisions.create(model="semif", input="I was charged twice. Refund me.", questions=QUESTIONS)  # an alias
     refund, found, team, anger = decision.answers
     assert isinstance(refund, AnswerAnswerResourcePredicate)  # no rule for predicates: answered
     assert isinstance(found, AnswerAnswerResourceRefusal) and found.name is None

@@ -32,6 +32,7 @@ from .schema import (
     MAX_SCORE_LEVELS,
     MIN_CHOICE_OPTIONS,
     MIN_SCORE_LEVELS,
+    MODEL_FIELD_DOC,
     ChoiceQuestion,
     DecisionRequest,
     DecisionResponse,
@@ -176,7 +177,7 @@ class OpenAIRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str | None = None
+    model: str | None = Field(None, description=MODEL_FIELD_DOC)
     input: Union[str, list[InputItem]]
     questions: list[OpenAIQuestion] = Field(..., min_length=1)
     prompt_cache_key: str | None = None

@@ -186,6 +186,12 @@ class ScoreQuestion(_Question):
 Question = Annotated[Union[NoulQuestion, ChoiceQuestion, ScoreQuestion], Field(discriminator="type")]
 
 
+# Both wires' `model` field, as the OpenAPI document says it; the rule itself is serving.modelnames.
+MODEL_FIELD_DOC = ("The model to answer with; absent or null: the loaded one. Accepted: its id (GET /v1/models) or file name, "
+                   "the hub reference it was loaded from or that repository, jev-latest, and SEMIF_MODEL_ALIASES ('*': any); "
+                   "any other name is a 404.")
+
+
 class DecisionRequest(BaseModel):
     """`{"model"?, "state", "questions": {QID: QUESTION}}`; extra keys (`id`, `labels`) are ignored.
 
@@ -197,7 +203,7 @@ class DecisionRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str | None = Field(None, description="Accepted for compatibility; the server answers with its loaded model.")
+    model: str | None = Field(None, description=MODEL_FIELD_DOC)
     state: Content = Field(..., description="What every question is asked about.")
     questions: dict[str, Question] = Field(..., min_length=1, json_schema_extra={"maxProperties": MAX_QUESTIONS})
     _conversation: tuple[dict[str, str], ...] | None = PrivateAttr(None)

@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..jsonlines import dump_records, error_record
 from ..settings import MODES, Settings
-from .deadline import answer_deadline_s
+from .modelnames import model_names
 from .runner import Drain
 from .wire import (
     CUSTOM_ATTRIBUTES_HEADER,
@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["add_decisions_routes", "add_invocation_routes", "add_sagemaker_routes", "add_systemone_routes", "await_job", "check_auth"]
 
+ANSWER_DEADLINE_FACTOR = 2  # a handler gives up after twice SEMIF_REQUEST_TIMEOUT (the worker answers well before)
 
 
 def check_auth(request: Any, settings: Settings) -> None:
@@ -110,6 +111,12 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
                   "description": "Options without distinct answer tokens, an unsupported part (images), a bad mode"
                                  + ("; and on this wire a body that fails validation." if openai else ".")},
             401: {"model": error, "description": "SEMIF_API_KEY is set and the bearer token is missing or wrong (authentication_error)."},
+            404: {"model": error,
+                  "description": "`model` names a model this server does not serve. Accepted: none (absent or null), the loaded "
+                                 "model's id (GET /v1/models) or file name, the hub reference it was loaded from (with or without "
+                                 "its revision) or that repository, jev-latest, and SEMIF_MODEL_ALIASES ('*': any name); the "
+                                 "message lists them" + (" (type invalid_request_error, code model_not_found, as OpenAI's)."
+                                                         if openai else " (error_type not_found).")},
             413: {"model": ErrorBody,
                   "description": "Over a limit, named in the message: the body (SEMIF_MAX_BODY_BYTES), questions (SEMIF_MAX_QUESTIONS), "
                                  "options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS) or the context (SEMIF_N_CTX)."},
@@ -132,8 +139,10 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
     }
 
 
-async def _read_invocation(request: Any, settings: Settings, wire: str | None) -> tuple[list[Any], Any, list[Any], bool, str | None]:
-    """Auth, content type, mode and body of an invoke request, parsed on `wire` (None: either, per body)."""
+async def _read_invocation(request: Any, worker: InferenceWorker, settings: Settings,
+                           wire: str | None) -> tuple[list[Any], Any, list[Any], bool, str | None]:
+    """Auth, content type, mode and body of an invoke request, parsed on `wire` (None: either, per body), its
+    `model` names checked (`modelnames`: a JSON Lines record naming another model answers 404 for itself)."""
     check_auth(request, settings)
     ctype = read_content_type(request.headers.get("content-type")) or "application/json"
     jsonlines = ctype in JSONLINES_TYPES and wire is None
@@ -151,6 +160,11 @@ async def _read_invocation(request: Any, settings: Settings, wire: str | None) -
     items, ids, decisions = parsed
     if not jsonlines and decisions[0] is not None:
         request.state.wire = OPENAI  # errors from here on answer in OpenAI's shape
+    if worker.engine is not None:  # else the worker answers 503 (loading, or failed) whatever the name
+        names = model_names(worker.engine, settings)
+        items = [item if isinstance(item, SemifError) else names.refusal(item.model) or item for item in items]
+        if not jsonlines and isinstance(items[0], SemifError):
+            raise items[0]
     return items, ids, decisions, jsonlines, mode
 
 
@@ -160,7 +174,7 @@ async def _answer(request: Any, worker: InferenceWorker, settings: Settings, ite
     loop = asyncio.get_running_loop()
     job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
     worker.submit(job)
-    return await await_job(request, job, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
+    return await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s, request.app.state.drain)
 
 
 def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
@@ -169,7 +183,7 @@ def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
     from fastapi.responses import Response
 
     async def invoke(request: Request) -> Any:  # one flow, read top to bottom
-        items, ids, decisions, jsonlines, mode = await _read_invocation(request, settings, None)
+        items, ids, decisions, jsonlines, mode = await _read_invocation(request, worker, settings, None)
         results = await _answer(request, worker, settings, items, mode)
         if results is None:  # the client has gone: nobody reads an answer
             return Response(status_code=499)
@@ -195,7 +209,7 @@ def add_decisions_routes(app: "FastAPI", worker: InferenceWorker, settings: Sett
 
     async def decide(request: Request) -> Any:
         request.state.wire = OPENAI
-        items, _, decisions, _, mode = await _read_invocation(request, settings, OPENAI)
+        items, _, decisions, _, mode = await _read_invocation(request, worker, settings, OPENAI)
         results = await _answer(request, worker, settings, items, mode)
         if results is None:
             return Response(status_code=499)

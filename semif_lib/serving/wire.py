@@ -13,7 +13,8 @@ Error bodies, by wire (the status is the same on both, except a validation failu
   JSON included) is 422 `{"detail": [{"loc": ["body", ...], "msg", "type", "field"}]}`;
 - OpenAI: `{"error": {"message", "type", "param", "code"}}`, a validation failure 400.
 
-The message names the field and the limit; 413 (size), 415 (media type) and 503 with
+A `model` the server does not serve is a 404 on both wires (`modelnames`). The message names the
+field and the limit; 413 (size), 415 (media type) and 503 with
 `Retry-After` (overload) stay what SageMaker and the SDKs rely on.
 """
 
@@ -231,8 +232,10 @@ def error_body(exc: SemifError, wire: str = SYSTEMONE) -> tuple[int, dict[str, A
     if wire != OPENAI:
         return exc.status_code, exc.to_body()
     status = 400 if isinstance(exc, RequestValidationError) else exc.status_code
-    kind = OPENAI_ERROR_TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
-    return status, {"error": {"message": exc.message, "type": kind, "param": exc.field, "code": exc.error_type}}
+    kind = (getattr(exc, "openai_type", None) or OPENAI_ERROR_TYPES.get(status)
+            or ("server_error" if status >= 500 else "invalid_request_error"))
+    code = getattr(exc, "openai_code", None) or exc.error_type  # where OpenAI has its own (model_not_found), that one
+    return status, {"error": {"message": exc.message, "type": kind, "param": exc.field, "code": code}}
 
 
 def error_response(exc: SemifError, wire: str = SYSTEMONE) -> Any:
