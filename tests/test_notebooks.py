@@ -423,9 +423,10 @@ def test_the_walk_with_the_caller_policy(moto_env, monkeypatch, tmp_path):
 @pytest.mark.timeout(600)
 def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     """SageMaker Studio's default execution role (AWS's AmazonSageMakerFullAccess, tests/data, decided on every
-    call): what the README promises. 01 and 02 run as they are; 03 stops at its permission cell with one line
-    naming what is missing and the caller policy to attach, having created nothing; 99 then deletes what 01 and 02
-    made and says which things it keeps (the empty bucket, the endpoint's log group) and why."""
+    call): what the README promises. 01 and 02 run as they are (01 keeps S3's defaults on the new bucket); 03
+    stops at its permission cell with one line naming what is missing and the caller policy to attach, having
+    created nothing; with an image an event team built (SEMIF_ADAPTER_IMAGE_URI) 04 and 05 run; 99 then deletes
+    what the run made and says which things it keeps (the empty bucket, the endpoints' log groups) and why."""
     from nbclient.exceptions import CellExecutionError
 
     from support.aws_identity import read_decisions
@@ -436,6 +437,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     _check_target_line(text_01, WALK[0])
     assert "(dry calls): " in text_01, "the default role may not simulate its policies: the check falls back to dry calls"
     assert "warning: step 03 image build will stop on codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetRole" in text_01
+    assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in text_01
     _queue_endpoint_result(env, CHAT_RESULT)
     text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=("response-stream",), setup=setup))
     assert "Logits give probabilities" in text_02
@@ -450,15 +452,25 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     made = _leftovers(env)
     assert not [m for m in made if m.startswith(("ecr ", "codebuild ", "role "))], made
 
+    prebuilt = {**env, "SEMIF_ADAPTER_IMAGE_URI": "111122223333.dkr.ecr.us-east-1.amazonaws.com/event-adapter:cpu-0123456789ab"}
+    _queue_endpoint_result(env, DECISION_RESULT)
+    text_04 = _outputs_text(execute_notebook(WALK[3], prebuilt, setup=setup))
+    assert "billing" in text_04 and "s3://" in text_04
+    fresh_calls = _queue_notebook_05(env)
+    text_05 = _outputs_text(execute_notebook(WALK[4], prebuilt, SMALL_PARAMETERS.get(WALK[4]), setup=setup))
+    assert f"fresh: {fresh_calls} calls of one question" in text_05
+
     text_99 = _outputs_text(execute_notebook(WALK[5], env, setup=setup))
     bucket = f"semif-sagemaker-123456789012-{REGION}"
     assert f"s3_bucket {bucket}: kept, empty: no s3:DeleteBucket permission" in text_99
-    assert f"log group /aws/sagemaker/Endpoints/semif-text-{RUN_ID}: kept: no logs:DeleteLogGroup permission" in text_99
+    for endpoint in (f"semif-text-{RUN_ID}", f"semif-decision-{RUN_ID}"):
+        assert f"log group /aws/sagemaker/Endpoints/{endpoint}: kept: no logs:DeleteLogGroup permission" in text_99
     assert _leftovers(env) == [f"bucket {bucket}"]
     decisions = read_decisions(identity_file)
     denied = sorted({d["action"] for d in decisions if d["decision"] != "allowed"})
     allowed = {d["action"] for d in decisions if d["decision"] == "allowed"}
-    assert {"s3:PutObject", "iam:PassRole", "sagemaker:CreateEndpoint", "sagemaker:InvokeEndpoint"} <= allowed
+    assert {"s3:PutObject", "iam:PassRole", "sagemaker:CreateEndpoint", "sagemaker:InvokeEndpoint", "sagemaker:CreateTransformJob",
+            "application-autoscaling:RegisterScalableTarget", "iam:CreateServiceLinkedRole"} <= allowed
     assert {"codebuild:BatchGetProjects", "iam:SimulatePrincipalPolicy", "s3:DeleteBucket", "logs:DeleteLogGroup",
             "s3:PutBucketPublicAccessBlock"} <= set(denied), denied
 
