@@ -470,7 +470,8 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     denied = sorted({d["action"] for d in decisions if d["decision"] != "allowed"})
     allowed = {d["action"] for d in decisions if d["decision"] == "allowed"}
     assert {"s3:PutObject", "iam:PassRole", "sagemaker:CreateEndpoint", "sagemaker:InvokeEndpoint", "sagemaker:CreateTransformJob",
-            "application-autoscaling:RegisterScalableTarget", "iam:CreateServiceLinkedRole"} <= allowed
+            "application-autoscaling:RegisterScalableTarget", "iam:CreateServiceLinkedRole",
+            "sagemaker:CreateModel", "sagemaker:CreateEndpointConfig"} <= allowed  # the last two through the SageMaker SDK's resources
     assert {"codebuild:BatchGetProjects", "iam:SimulatePrincipalPolicy", "s3:DeleteBucket", "logs:DeleteLogGroup",
             "s3:PutBucketPublicAccessBlock"} <= set(denied), denied
 
