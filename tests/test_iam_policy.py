@@ -202,3 +202,63 @@ def test_a_call_maps_to_the_actions_and_resources_aws_authorizes(service, op, pa
     from support.aws_identity import authorization_for
 
     assert authorization_for(service, op, params, "us-east-1", "1", {"AmazonSageMaker-ExecutionRole-1": "/service-role/"}) == expected
+
+
+# ------------------------------------------------------------------ the botocore hook
+@pytest.fixture
+def studio_session(aws, aws_settings, tmp_path):
+    """A session deciding every call as Studio's default role (its hooks on this session only)."""
+    from semif_lib.aws.clients import make_session
+
+    from support.aws_identity import IdentityEnforcer
+
+    role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
+    enforcer = IdentityEnforcer(role, "arn:aws:sts::123456789012:assumed-role/AmazonSageMaker-ExecutionRole-1/SageMaker",
+                                [studio_default_policy()], tmp_path / "decisions.jsonl")
+    enforcer.register(make_session(aws_settings))
+    return enforcer
+
+
+def test_a_denied_call_raises_what_aws_raises(studio_session, aws_settings):
+    from botocore.exceptions import ClientError
+
+    from semif_lib.aws.clients import make_client
+
+    s3 = make_client("s3", aws_settings)
+    with pytest.raises(ClientError) as denied:
+        s3.put_object(Bucket="someone-elses-bucket", Key="k", Body=b"x")
+    error = denied.value.response
+    assert error["Error"]["Code"] == "AccessDenied" and error["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert error["Error"]["Message"] == (
+        "User: arn:aws:sts::123456789012:assumed-role/AmazonSageMaker-ExecutionRole-1/SageMaker is not authorized to perform: "
+        "s3:PutObject on resource: arn:aws:s3:::someone-elses-bucket/k because no identity-based policy allows the s3:PutObject action")
+    with pytest.raises(ClientError) as head:
+        s3.head_object(Bucket="someone-elses-bucket", Key="k")
+    assert head.value.response["Error"]["Code"] == "403"  # a HEAD answer has no body
+    with pytest.raises(make_client("codebuild", aws_settings).exceptions.ClientError) as json_protocol:
+        make_client("codebuild", aws_settings).batch_get_projects(names=["semif-adapter-build-r"])
+    assert json_protocol.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert make_client("sagemaker", aws_settings).list_models()["Models"] == []  # allowed: it reached moto
+    bucket = "semif-sagemaker-123456789012-us-east-1"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")  # allowed by AllowS3ObjectActions
+    kinds = [(d["action"], d["decision"]) for d in map(json.loads, studio_session.log_file.read_text().splitlines())]
+    assert kinds[0] == ("s3:PutObject", "implicitDeny") and kinds[-1] == ("s3:PutObject", "allowed")
+
+
+def test_the_simulator_is_answered_for_the_identity_and_denied_to_it(studio_session, aws_settings):
+    """Studio's role may not run iam:SimulatePrincipalPolicy (the check falls back to dry calls); an identity that may
+    gets IAM's answer from the same evaluator (moto has no simulator)."""
+    from botocore.exceptions import ClientError
+
+    from semif_lib.aws.clients import make_client
+
+    iam = make_client("iam", aws_settings)
+    with pytest.raises(ClientError, match="iam:SimulatePrincipalPolicy"):
+        iam.simulate_principal_policy(PolicySourceArn=studio_session.principal, ActionNames=["s3:PutObject"])
+    studio_session.policies.append(_policy(_allow("iam:SimulatePrincipalPolicy", "arn:aws:iam::123456789012:role/*")))
+    answer = iam.simulate_principal_policy(
+        PolicySourceArn=studio_session.principal, ActionNames=["iam:PassRole"], ResourceArns=[studio_session.principal],
+        ContextEntries=[{"ContextKeyName": "iam:PassedToService", "ContextKeyValues": ["codebuild.amazonaws.com"],
+                         "ContextKeyType": "string"}])
+    assert [r["EvalDecision"] for r in answer["EvaluationResults"]] == ["implicitDeny"]
