@@ -1,6 +1,7 @@
 """`semif eval` end to end on a small labeled subset with the real embedded model, and the report logic without one."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,6 +73,22 @@ def test_comparison_reads_each_report_and_says_what_to_expect(tmp_path, capsys):
     line = describe_measured_quality(a["model"]["id"], out_json)
     assert line.startswith("SmolLM2-135M-Instruct.Q4_1: readout accuracy 0.29 [95% CI 0.22-0.37] on 174") and "(chance 0.28)" in line
     assert "not measured" in describe_measured_quality("other-model", out_json)
+
+
+def test_committed_comparison_is_its_command_on_the_committed_reports():
+    """results/eval/comparison.json and .md are `semif eval-compare` on the committed reports, and docs/quality.md quotes the table."""
+    from semif_lib.measurement.evaluation_comparison import compare_reports, format_comparison
+
+    committed = (ROOT / "results" / "eval" / "comparison.json").read_text()
+    comparison = json.loads(committed)
+    again = compare_reports([(m["label"], ROOT / m["report"]) for m in comparison["models"]])
+    for row in again["models"]:
+        row["report"] = str(Path(row["report"]).relative_to(ROOT))
+    assert json.dumps({**again, "command": comparison["command"]}, indent=2) + "\n" == committed
+    markdown = (ROOT / "results" / "eval" / "comparison.md").read_text()
+    assert markdown == format_comparison(comparison)
+    assert markdown.split("\n\n")[0] in (ROOT / "docs" / "quality.md").read_text()
+    assert {m["model"]["id"] for m in comparison["models"]} >= {"SmolLM2-135M-Instruct.Q4_1", "Qwen2.5-Coder-0.5B-Instruct-AWQ.Q4_K_M"}
 
 
 def test_rotate_options_keeps_every_option():

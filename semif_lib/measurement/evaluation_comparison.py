@@ -105,7 +105,8 @@ def _overall_row(m: dict[str, Any]) -> str:
     gen_cell = "-" if not gen else _ci({"value": gen["accuracy"], "ci95": gen["ci95"]})
     subset = f"{m['requests']} / {m['decisions']}" + (f" (`--sample {m['sample']}`)" if m["sample"] else "")
     return (f"| {m['label']} | {subset} | {_num(m['chance'])} | {_ci(m['accuracy'])} | {_ci(m['balanced_accuracy'])} | "
-            f"{_ci(m['ece_raw'], 3)} | {_ci(m['ece_calibrated_oof'], 3)} | {_num(rot.get('flip_rate'))} "
+            f"{_ci(m['ece_raw'], 3)} | {_ci(m['ece_calibrated_oof'], 3)}{' (on debiased logits)' if m['calibrated_on_debiased'] else ''} | "
+            f"{_num(rot.get('flip_rate'))} "
             f"({rot.get('orders', '-')} orders) | {_num(rot.get('order_averaged_accuracy'))} | {gen_cell} | "
             f"{_num(gen['invalid_json_rate']) if gen else '-'} |")
 
