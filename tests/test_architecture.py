@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
 PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers", "paths", "limits",
-            "registry", "dockerfile", "modelpackage", "invocation", "modelsource")
+            "registry", "dockerfile", "modelpackage", "invocation", "modelsource", "modelchunks")
 TOP_FLOOR = ("cli", "workshop", "notebook", "targets", "modelinspect")
 MAX_FUNCTION_LINES = 80
 

@@ -15,7 +15,8 @@ DLC = "763104351884"
 def _push(ecr, config_digest: str) -> str:
     manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
                            "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": config_digest},
-                           "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 1, "digest": config_digest}]})
+                           "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 1,
+                                       "digest": config_digest}]})
     return ecr.put_image(registryId=DLC, repositoryName="llama-cpp", imageManifest=manifest,
                          imageTag="server-sagemaker-cpu-v1")["image"]["imageId"]["imageDigest"]
 

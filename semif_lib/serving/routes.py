@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..jsonlines import dump_records, error_record
 from ..settings import MODES, Settings
+from .deadline import answer_deadline_s
 from .modelnames import model_names
 from .runner import Drain
 from .wire import (
@@ -58,7 +59,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["add_decisions_routes", "add_invocation_routes", "add_sagemaker_routes", "add_systemone_routes", "await_job", "check_auth"]
 
-ANSWER_DEADLINE_FACTOR = 2  # a handler gives up after twice SEMIF_REQUEST_TIMEOUT (the worker answers well before)
 
 
 def check_auth(request: Any, settings: Settings) -> None:
@@ -174,7 +174,7 @@ async def _answer(request: Any, worker: InferenceWorker, settings: Settings, ite
     loop = asyncio.get_running_loop()
     job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
     worker.submit(job)
-    return await await_job(request, job, ANSWER_DEADLINE_FACTOR * settings.request_timeout_s, request.app.state.drain)
+    return await await_job(request, job, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
 
 
 def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
