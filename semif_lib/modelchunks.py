@@ -14,9 +14,10 @@ sha256 differs is deleted and refused, never loaded. Standard library only.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Sequence
 
 from .errors import ModelNotFoundError
@@ -74,7 +75,7 @@ def locate_chunks(model: ChunkedModel, search_path: Sequence[Path | str] | None 
                                      f"pip install {' '.join(model.requirements())}", field="model") from None
         if dist.version != model.version:
             raise ModelNotFoundError(f"{model.key}: {package} {dist.version} installed, pinned {model.version}", field="model")
-        bins = [f for f in dist.files or [] if f.suffix == ".bin"]
+        bins = _recorded_chunks(dist)
         if len(bins) != 1:
             raise ModelNotFoundError(f"{model.key}: {package} holds {len(bins)} .bin chunks, expected one", field="model")
         chunk = Path(dist.locate_file(bins[0]))
@@ -83,6 +84,13 @@ def locate_chunks(model: ChunkedModel, search_path: Sequence[Path | str] | None 
                                      f"{package}=={model.version}", field="model")
         chunks.append(chunk)
     return chunks
+
+
+def _recorded_chunks(dist: metadata.Distribution) -> list[PurePosixPath]:
+    """The `.bin` files the part's RECORD lists, present on disk or not: `Distribution.files` drops missing files
+    on some Pythons (3.12+), and a deleted chunk must be reported as missing, with the reinstall command."""
+    record = dist.read_text("RECORD") or ""
+    return [PurePosixPath(row[0]) for row in csv.reader(record.splitlines()) if row and row[0].endswith(".bin")]
 
 
 def _where(search_path: Sequence[Path | str] | None) -> str:
