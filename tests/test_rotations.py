@@ -99,6 +99,21 @@ def test_bench_rotations_counts_flips_and_accuracy_on_labeled_requests(engine):
     engine.check_invariants()
 
 
+def test_docs_quote_the_committed_rotations_run():
+    """docs/quality.md's rotation table and command are the committed results file's, so a rerun moves both."""
+    import json
+
+    from semif_lib.measurement.rotations import format_rotations_table
+
+    from support.paths import ROOT
+
+    doc = json.loads((ROOT / "results" / "bench" / "rotations.json").read_text())
+    quality = (ROOT / "docs" / "quality.md").read_text()
+    assert format_rotations_table(doc) in quality
+    assert doc["command"] and doc["command"].split(" --output")[0] in quality
+    assert doc["token_ratio"] and doc["long_states"]["token_ratio"]  # the work ratio beside the time ratio
+
+
 @contextmanager
 def server_defaults(engine, **values):
     """The session engine as a server started with those settings (SEMIF_DEFAULT_DEBIAS, ...); its own ones afterwards."""

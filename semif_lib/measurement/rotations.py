@@ -33,7 +33,7 @@ from .labeled import LabeledItem, read_labeled
 if TYPE_CHECKING:
     from ..decision.engine import DecisionEngine
 
-__all__ = ["COST_TARGET", "register_cli", "run_long_states", "run_rotations"]
+__all__ = ["COST_TARGET", "format_rotations_table", "register_cli", "run_long_states", "run_rotations"]
 
 LONG_STATES = 8
 COST_TARGET = 1.3  # issue: a K = 4 request costs at most 1.3x the plain one on the same states
@@ -138,6 +138,28 @@ def run_long_states(engine: "DecisionEngine", states: Sequence[dict[str, Any]], 
             "target": {"cost_ratio_at_most": COST_TARGET, "met": bool(cost and cost <= COST_TARGET)}}
 
 
+def _met(target: dict[str, Any]) -> str:
+    return f"target {target['cost_ratio_at_most']}x {'met' if target['met'] else 'not met'}"
+
+
+def format_rotations_table(summary: dict[str, Any]) -> str:
+    """The results file as the table docs/quality.md quotes (a test holds the docs to the file)."""
+    k, long = summary["rotations"], summary["long_states"]
+    flips, acc, rate = summary["flip_rate"], summary["accuracy"], summary["decisions_per_s"]
+    rows = [
+        f"| | plain | rotations (K = {k}) |",
+        "|---|---:|---:|",
+        f"| flip rate, {summary['choice_questions']} labeled choice questions | {flips['plain']:.3f} | {flips['rotations']:.3f} |",
+        f"| accuracy on those questions | {acc['plain']:.3f} | {acc['rotations']:.3f} |",
+        f"| decisions/s on those short requests, cold | {rate['plain']:.3f} | {rate['rotations']:.3f} "
+        f"({summary['cost_ratio']:.3f}x the time, {summary['token_ratio']:.3f}x the tokens: {_met(summary['target'])}) |",
+        f"| seconds for {long['states']} long workload states, {long['questions_per_state']} questions each, cold "
+        f"| {long['seconds']['plain']:.1f} | {long['seconds']['rotations']:.1f} "
+        f"({long['cost_ratio']:.3f}x the time, {long['token_ratio']:.3f}x the tokens: {_met(long['target'])}) |",
+    ]
+    return "\n".join(rows)
+
+
 def command_rotations(args: argparse.Namespace) -> int:
     from ..decision.engine import DecisionEngine
     from ..modelfile import hash_file
@@ -153,6 +175,7 @@ def command_rotations(args: argparse.Namespace) -> int:
     summary["command"] = " ".join(["semif bench rotations", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "rotations"] else None
     shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "token_ratio", "target", "long_states")
     print(json.dumps({k: summary[k] for k in shown}, indent=2))
+    print(format_rotations_table(summary))
     output = args.output or Path("results/bench/rotations.json")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
