@@ -42,3 +42,5 @@ def test_readme_quotes_the_robustness_results_verbatim():
         assert robustness.format_markdown(doc) in text, quoting
         assert "semif bench robustness --threads 2" in text and doc["command"] == "semif bench robustness --threads 2"
     assert all(figure["met"] for figure in doc["figures"].values())
+    expected = {case[0]: case[-1] for case in robustness.bad_input_cases()}  # a file older than a changed rule is stale
+    assert {case["class"]: case["expected"] for case in doc["bad_inputs"]["cases"]} == expected
