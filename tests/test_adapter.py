@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Iterator
 
 import httpx
@@ -80,9 +81,13 @@ def examples() -> list[dict]:
 def test_ping_models_and_execution_parameters(client):
     ping = client.get("/ping", headers={})  # no token needed: SageMaker's health check
     assert ping.status_code == 200 and ping.json()["status"] == "ok"
-    models = client.get("/v1/models").json()["models"]
+    listed = client.get("/v1/models").json()
+    models = listed["models"]
     assert len(models) == 1 and set(models[0]) == {"name", "description", "release_date"}
     assert models[0]["name"] == "SmolLM2-135M-Instruct.Q4_1"
+    assert listed["object"] == "list" and len(listed["data"]) == 1  # the OpenAI list, the same id
+    assert listed["data"][0]["id"] == models[0]["name"] and listed["data"][0]["object"] == "model"
+    assert datetime.fromtimestamp(listed["data"][0]["created"], tz=timezone.utc).date().isoformat() == models[0]["release_date"]
     params = client.get("/execution-parameters").json()
     assert params == {"MaxConcurrentTransforms": 1, "BatchStrategy": "MULTI_RECORD", "MaxPayloadInMB": 6}
 

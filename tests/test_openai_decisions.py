@@ -133,6 +133,14 @@ def test_a_model_this_server_does_not_serve_is_openais_404_model_not_found_on_bo
     assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
 
 
+def test_an_sdk_user_finds_the_model_with_models_list_then_decides_with_it(client, model_id):
+    """The OpenAI walk from nothing: `models.list()` names what this server serves, and that id is accepted."""
+    listed = client.models.list()
+    assert [m.id for m in listed.data] == [model_id] and listed.data[0].object == "model" and listed.data[0].created > 0
+    decision = client.decisions.create(model=listed.data[0].id, input="Refund me.", questions=QUESTIONS[:1])
+    assert decision.model == model_id and 0 <= decision.answers[0].probability <= 1
+
+
 def test_a_calibration_file_that_abstains_makes_refusals_and_the_others_still_answer(tmp_path):
     """Abstention is the OpenAI wire's `refusal`, only where the loaded file's rule says so; sets ride as x_ fields."""
     import json

@@ -260,14 +260,14 @@ async def await_job(request: Any, job: Job, deadline_s: float, drain: Drain | No
 
 
 def add_systemone_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
-    """System One's `GET /v1/models`: the loaded model's card."""
+    """`GET /v1/models`: the loaded model, as System One's card and as OpenAI's model list (one body)."""
     from fastapi import Request
 
-    @app.get("/v1/models", response_model=ModelList, summary="Loaded model (System One)",
+    @app.get("/v1/models", response_model=ModelList, summary="Loaded model (System One and OpenAI)",
              responses={401: {"model": ErrorBody}, 503: {"model": ErrorBody}})
     async def models(request: Request) -> Any:
         check_auth(request, settings)
         error = worker.unavailable()
         if error is not None:
             raise error
-        return ModelList(models=[describe_model(worker.engine)])
+        return describe_model(worker.engine)

@@ -20,7 +20,7 @@ field and the limit; 413 (size), 415 (media type) and 503 with
 
 # No `from __future__ import annotations`: pydantic builds the OpenAPI models below from real annotations.
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -46,6 +46,7 @@ __all__ = [
     "ExecutionParameters",
     "ModelCard",
     "ModelList",
+    "OpenAIModel",
     "describe_model",
     "dump_answer",
     "dump_response",
@@ -122,10 +123,23 @@ class ModelCard(BaseModel):
     release_date: str = Field(..., description="ISO date of the model file (its modification time).")
 
 
+class OpenAIModel(BaseModel):
+    """One entry of the OpenAI `GET /v1/models` list (what `client.models.list()` parses)."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(..., description="Unix time of the model file (its modification time).")
+    owned_by: str = "semif-workshop"
+
+
 class ModelList(BaseModel):
-    """System One's `GET /v1/models` answer."""
+    """`GET /v1/models` for both wires in one body: System One's `models` cards, and OpenAI's `object`/`data`
+    list, so the `openai` SDK's `models.list()` finds the id that `decisions.create` takes (each client ignores
+    the other's keys: typesafe-sdk and jevcompat read `models`, the OpenAI SDK reads `data`)."""
 
     models: list[ModelCard]
+    object: Literal["list"] = "list"
+    data: list[OpenAIModel]
 
 
 # ----------------------------------------------------------------- request headers and bodies
@@ -262,13 +276,14 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def describe_model(engine: Any) -> ModelCard:
-    """System One's model card for the loaded GGUF."""
+def describe_model(engine: Any) -> ModelList:
+    """The loaded GGUF as both wires list it: System One's card and OpenAI's model entry, one id."""
     path = getattr(engine, "model_path", None)
     try:
-        released = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).date().isoformat()
+        modified = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
     except (AttributeError, OSError):
-        released = datetime.now(tz=timezone.utc).date().isoformat()
+        modified = datetime.now(tz=timezone.utc)
     info = getattr(engine, "model_info", {}) or {}
     description = f"{info.get('name', engine.model_id)} (GGUF, n_ctx={info.get('n_ctx', '?')}): option probabilities from one forward pass"
-    return ModelCard(name=engine.model_id, description=description, release_date=released)
+    card = ModelCard(name=engine.model_id, description=description, release_date=modified.date().isoformat())
+    return ModelList(models=[card], data=[OpenAIModel(id=engine.model_id, created=int(modified.timestamp()))])
