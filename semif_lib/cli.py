@@ -23,20 +23,25 @@ def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progre
                 on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Score JSON Lines requests; a bad line yields an error record with its id, never a crash.
 
-    `on_result` sees each record as soon as it is scored, so a run that is interrupted keeps
-    what it finished.
+    A line naming a `model` this engine is not gets the server's 404 (`serving.modelnames`), so a file
+    written for another model is not silently answered by this one. `on_result` sees each record as
+    soon as it is scored, so a run that is interrupted keeps what it finished.
     """
     from tqdm import tqdm
 
     from .decision.schema import parse_json_bytes, parse_request
+    from .serving.modelnames import model_names
     from .serving.wire import dump_response
 
+    names = model_names(engine, engine.settings)
     results = []
     records = iter_records(lines, parse_json_bytes, parse_request)  # as the adapter reads a JSON Lines body
     for rid, item in tqdm(records, total=len(lines), desc=f"scoring ({mode})", unit="req", file=sys.stderr, disable=not progress):
         try:
             if isinstance(item, SemifError):
                 raise item
+            if (refusal := names.refusal(item.model)) is not None:
+                raise refusal
             record = dump_response(engine.score(item, mode=mode), rid)
         except SemifError as exc:
             record = error_record(exc, rid)

@@ -9,16 +9,18 @@ from semif_lib.errors import read_error
 @pytest.mark.model
 def test_score_writes_one_response_per_line_with_ids(tmp_path, example_requests):
     src = tmp_path / "in.jsonl"
-    lines = [json.dumps(r) for r in example_requests[:2]] + ['{"id": "bad", "state": "s", "questions": {}}', "not json"]
+    lines = [json.dumps(r) for r in example_requests[:2]] + ['{"id": "bad", "state": "s", "questions": {}}', "not json",
+                                                             json.dumps({**example_requests[0], "id": "other", "model": "gpt-4o"})]
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
     rc = main(["score", str(src), "--mode", "serial", "--output", str(out), "--n-ctx", "2048"])
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert rc == 1  # some lines failed, and the exit code says so
-    assert [r["id"] for r in records] == [example_requests[0]["id"], example_requests[1]["id"], "bad", "line-4"]
+    assert [r["id"] for r in records] == [example_requests[0]["id"], example_requests[1]["id"], "bad", "line-4", "other"]
     assert set(records[0]["answers"]) == set(example_requests[0]["questions"])
     assert records[2]["status"] == 422 and read_error(records[2])["field"] == "questions"  # Jev's validation error
     assert read_error(records[3])["type"] == "validation_error"
+    assert records[4]["status"] == 404 and read_error(records[4])["field"] == "model"  # the server's rule: not this model
 
 
 @pytest.mark.model
