@@ -41,7 +41,7 @@ from .evaluation_scoring import (
     score_decisions,
     score_permutations,
 )
-from .labeled import LabeledItem, label_to_index, read_labeled, stratified_subset
+from .labeled import LabeledItem, describe_missing_labels, label_to_index, read_labeled, stratified_subset
 from .prediction_sets import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -304,8 +304,11 @@ def command_eval(args: argparse.Namespace) -> int:
 
     items = read_labeled(args.input, limit=args.limit)
     lines = len(items)
+    warning = None
     if args.sample is not None:
         items = stratified_subset(items, args.sample, args.seed)
+    elif args.limit is not None and (warning := describe_missing_labels(items, read_labeled(args.input))):
+        print(warning, file=sys.stderr)
     states = len({item.group_id for item in items})
     if args.calibrate and states < 2:
         raise InvalidRequestError(f"--calibrate fits out of fold, grouped by state, and needs labeled lines from at least 2 states; "
@@ -320,6 +323,8 @@ def command_eval(args: argparse.Namespace) -> int:
     report["command"] = describe_command(args)
     report["options"]["sample"] = args.sample
     report["counts"]["lines_read"] = lines
+    if warning:
+        report["warnings"] = [warning]  # the stored report says it too, not only the terminal
     report["inputs"] = [str(p) for p in args.input]
     report["timing"]["total_s"] = round(time.perf_counter() - started, 2)
     print(f"model {report['model']['id']} (sha256 {report['model']['sha256'][:12]}), {len(items)} requests, "

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from ..errors import InvalidRequestError
 from ..jsonlines import read_lines
 
-__all__ = ["LabeledItem", "label_to_index", "read_labeled", "stratified_subset"]
+__all__ = ["LabeledItem", "describe_missing_labels", "label_to_index", "read_labeled", "stratified_subset"]
 
 
 @dataclass
@@ -73,6 +73,30 @@ def stratified_subset(items: Sequence[LabeledItem], per_task: int, seed: int = 0
         for key, members in sorted(strata.items()):
             keep.update(rng.sample(members, counts[key]))
     return [item for i, item in enumerate(items) if i in keep]
+
+
+def _strata(items: Sequence[LabeledItem]) -> dict[str, set[str]]:
+    import json
+
+    found: dict[str, set[str]] = {}
+    for item in items:
+        found.setdefault(item.task, set()).add(json.dumps(item.labels, sort_keys=True))
+    return found
+
+
+def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledItem], flag: str = "--limit") -> str | None:
+    """One line when `kept` (the first lines, `--limit`) lacks answers the whole files have, else None.
+
+    The labeled files are grouped by answer, so their first lines can hold one or two labels of seven, and
+    accuracy read there (debiased most of all: it pushes the answers a model favours down) measures the
+    subset's label mix, not the model. `--sample` draws every label in proportion instead."""
+    have, every = _strata(kept), _strata(full)
+    short = [f"{task} {len(have.get(task, ()))} of {len(every[task])}" for task in sorted(every)
+             if task in have and len(have[task]) < len(every[task])]
+    if not short:
+        return None
+    return (f"warning: {flag} kept the first lines, which hold only some of the answers ({', '.join(short)} label sets); "
+            f"figures read off them describe that mix, not the workload: --sample N draws every label in proportion")
 
 
 def parse_labeled_line(path: Path, number: int, line: str) -> LabeledItem:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..arguments import add_engine_arguments, engine_overrides
 from ..decision.prompt import rotate_criteria
 from ..decision.schema import DEFAULT_ROTATIONS
-from .labeled import LabeledItem, read_labeled
+from .labeled import LabeledItem, describe_missing_labels, read_labeled
 
 if TYPE_CHECKING:
     from ..decision.engine import DecisionEngine
@@ -167,11 +167,16 @@ def command_rotations(args: argparse.Namespace) -> int:
     from .workload import describe_machine, load_workload
 
     items = read_labeled(args.input, limit=args.limit)
+    warning = describe_missing_labels(items, read_labeled(args.input)) if args.limit is not None else None
+    if warning:
+        print(warning, file=sys.stderr)
     with DecisionEngine(load_settings(**engine_overrides(args), default_debias="none")) as engine:  # the variants say what they ask
         summary = run_rotations(engine, items, args.rotations, progress=not args.quiet)
         summary["long_states"] = run_long_states(engine, load_workload(states=args.states), args.rotations, progress=not args.quiet)
         summary["model"] = {"file": engine.model_path.name, "sha256": hash_file(engine.model_path)}
         summary["machine"] = describe_machine(engine.settings)
+    if warning:
+        summary["warnings"] = [warning]
     summary["command"] = " ".join(["semif bench rotations", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "rotations"] else None
     shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "token_ratio", "target", "long_states")
     print(json.dumps({k: summary[k] for k in shown}, indent=2))
