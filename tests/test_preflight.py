@@ -176,6 +176,34 @@ def test_a_denied_dry_call_is_reported_not_raised(aws, aws_settings, monkeypatch
     assert check.missing[0]["how"] == "dry call: access denied"
 
 
+def test_reading_the_dlc_manifest_has_a_dry_call(aws, aws_settings, monkeypatch):
+    """ecr:BatchGetImage on the DLC registry (what pins its digest) is checked, not left unchecked: denied shows as NO,
+    and the call asks AWS's registry for the variant's tag."""
+    from semif_lib.aws import preflight
+    from semif_lib.aws.dlc import DLC_IMAGES, dlc_account
+    from semif_lib.workshop import load_state
+
+    st = load_state(aws_settings)
+    asked: list[dict] = []
+    real = preflight.make_client
+
+    def client(service, settings, **kwargs):
+        made = real(service, settings, **kwargs)
+        if service == "ecr":
+            def denied(**call):
+                asked.append(call)
+                raise client_error("AccessDeniedException", "not authorized to perform: ecr:BatchGetImage")
+            made.batch_get_image = denied
+        return made
+
+    monkeypatch.setattr(preflight, "make_client", client)
+    check = preflight.check_permissions(aws_settings, st)
+    assert [(r["action"], r["how"]) for r in check.missing] == [("ecr:BatchGetImage", "dry call: access denied")]
+    assert "ecr:BatchGetImage" not in {r["action"] for r in check.unchecked}
+    repository, tag = DLC_IMAGES[aws_settings.dlc_variant]
+    assert asked == [{"registryId": dlc_account("us-east-1"), "repositoryName": repository, "imageIds": [{"imageTag": tag}]}]
+
+
 def test_studio_role_comes_from_the_sdk(aws, aws_settings, tmp_path, monkeypatch, fake_gguf):
     """In Studio the execution role is what `sagemaker.core`'s get_execution_role finds (metadata file ->
     DescribeUserProfile / DescribeDomain); no role is created."""

@@ -298,6 +298,9 @@ def dry_calls(settings: Settings, state: WorkshopState, values: dict[str, str]) 
         "sagemaker:DescribeTransformJob": _probe(lambda: sm.describe_transform_job(TransformJobName=f"semif-batch-{run}")),
         "ecr:DescribeRepositories": _probe(lambda: ecr.describe_repositories(repositoryNames=[f"semif-adapter-{run}"])),
         "ecr:DescribeImages": _probe(lambda: ecr.describe_images(repositoryName=f"semif-adapter-{run}", imageIds=[{"imageTag": "probe"}])),
+        "ecr:BatchGetImage": _probe(lambda: ecr.batch_get_image(  # the DLC's manifest, as dlc.pin_dlc_image reads it
+            registryId=values["dlc_account"], repositoryName=values["dlc_repository"],
+            imageIds=[{"imageTag": DLC_IMAGES[settings.dlc_variant][1]}])),
         "codebuild:BatchGetProjects": _probe(lambda: cb.batch_get_projects(names=[f"semif-adapter-build-{run}"])),
         "codebuild:BatchGetBuilds": _probe(
             lambda: cb.batch_get_builds(ids=[f"semif-adapter-build-{run}:00000000-0000-0000-0000-000000000000"])),
