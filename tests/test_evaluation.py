@@ -82,9 +82,14 @@ def test_comparison_reads_each_report_and_says_what_to_expect(tmp_path, capsys):
     assert lo <= a["json_generation"]["accuracy"] <= hi and a["rotation"]["orders"] == 3
     text = out_md.read_text()
     assert capsys.readouterr().out.startswith(text)
-    assert "| a | 135 / 174 | 0.28 | 0.29 [0.22, 0.37] |" in text and "| policy | 0.53 | 0.00 | 0.53 | 0.00 |" in text
+    stored = json.loads(report.read_text())  # the table and the line show the report's own numbers, rounded as printed
+    acc, (lo, hi) = stored["overall"]["raw"]["accuracy"], stored["overall"]["raw"]["ci95"]["accuracy"]
+    policy = stored["tasks"]["policy"]["raw"]["accuracy"]
+    assert f"| a | 135 / 174 | 0.28 | {acc:.2f} [{lo:.2f}, {hi:.2f}] |" in text
+    assert f"| policy | {policy:.2f} | 0.00 | {policy:.2f} | 0.00 |" in text
     line = describe_measured_quality(a["model"]["id"], out_json)
-    assert line.startswith("SmolLM2-135M-Instruct.Q4_1: readout accuracy 0.29 [95% CI 0.22-0.37] on 174") and "(chance 0.28)" in line
+    assert line.startswith(f"SmolLM2-135M-Instruct.Q4_1: readout accuracy {acc:.2f} [95% CI {lo:.2f}-{hi:.2f}] on 174")
+    assert "(chance 0.28)" in line
     assert "not measured" in describe_measured_quality("other-model", out_json)
 
 
