@@ -57,11 +57,13 @@ def test_sample_keeps_each_workloads_label_shares_and_the_input_order():
 def test_first_lines_that_miss_answers_are_named_and_a_stratified_sample_is_not():
     """The labeled files are grouped by answer: `--limit 10` of tools holds 2 of its 7 tools (a debiased accuracy of
     0.00 there measured that mix, not the model), and the warning says so and points at --sample."""
-    from semif_lib.measurement.labeled import describe_missing_labels, stratified_subset
+    from semif_lib.measurement.labeled import describe_missing_labels, read_labeled_limited, stratified_subset
 
     inputs = [LABELED / "tools.jsonl", LABELED / "policy.jsonl"]
     full = read_labeled(inputs)
-    warning = describe_missing_labels(read_labeled(inputs, limit=10), full)
+    kept, warning = read_labeled_limited(inputs, 10)
+    assert [item.id for item in kept] == [item.id for item in read_labeled(inputs, limit=10)]
+    assert warning == describe_missing_labels(kept, full) and read_labeled_limited(inputs, None)[1] is None
     assert warning is not None and "tools 2 of 7" in warning and "--sample N" in warning and "policy" not in warning
     assert describe_missing_labels(stratified_subset(full, 10), full) is None
     assert describe_missing_labels(full, full) is None

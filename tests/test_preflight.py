@@ -154,23 +154,34 @@ def test_the_check_uses_policy_simulation_where_allowed(aws, aws_settings, monke
     assert "Attach container/iam/workshop-caller-policy.json" in check.summary()
 
 
+def deny_dry_call(monkeypatch, service: str, operation: str, action: str) -> list[dict]:
+    """The preflight's `service` client (real, on moto) answers `operation` as AWS does for a denied identity;
+    returns the calls it refused, as they were asked."""
+    from semif_lib.aws import preflight
+
+    asked: list[dict] = []
+    real = preflight.make_client
+
+    def client(name, settings, **kwargs):
+        made = real(name, settings, **kwargs)
+        if name == service:
+            def denied(**call):
+                asked.append(call)
+                raise client_error("AccessDeniedException", f"not authorized to perform: {action}")
+            setattr(made, operation, denied)
+        return made
+
+    monkeypatch.setattr(preflight, "make_client", client)
+    return asked
+
+
 def test_a_denied_dry_call_is_reported_not_raised(aws, aws_settings, monkeypatch):
     """Without simulation, a read the caller may not make shows as NO (Studio's role has no CodeBuild at all)."""
     from semif_lib.aws import preflight
     from semif_lib.workshop import load_state
 
     st = load_state(aws_settings)
-    real = preflight.make_client
-
-    def client(service, settings, **kwargs):
-        made = real(service, settings, **kwargs)
-        if service == "codebuild":
-            def denied(**_):
-                raise client_error("AccessDeniedException", "not authorized to perform: codebuild:BatchGetProjects")
-            made.batch_get_projects = denied
-        return made
-
-    monkeypatch.setattr(preflight, "make_client", client)
+    deny_dry_call(monkeypatch, "codebuild", "batch_get_projects", "codebuild:BatchGetProjects")
     check = preflight.check_permissions(aws_settings, st)
     assert [r["action"] for r in check.missing] == ["codebuild:BatchGetProjects"]
     assert check.missing[0]["how"] == "dry call: access denied"
@@ -184,19 +195,7 @@ def test_reading_the_dlc_manifest_has_a_dry_call(aws, aws_settings, monkeypatch)
     from semif_lib.workshop import load_state
 
     st = load_state(aws_settings)
-    asked: list[dict] = []
-    real = preflight.make_client
-
-    def client(service, settings, **kwargs):
-        made = real(service, settings, **kwargs)
-        if service == "ecr":
-            def denied(**call):
-                asked.append(call)
-                raise client_error("AccessDeniedException", "not authorized to perform: ecr:BatchGetImage")
-            made.batch_get_image = denied
-        return made
-
-    monkeypatch.setattr(preflight, "make_client", client)
+    asked = deny_dry_call(monkeypatch, "ecr", "batch_get_image", "ecr:BatchGetImage")
     check = preflight.check_permissions(aws_settings, st)
     assert [(r["action"], r["how"]) for r in check.missing] == [("ecr:BatchGetImage", "dry call: access denied")]
     assert "ecr:BatchGetImage" not in {r["action"] for r in check.unchecked}

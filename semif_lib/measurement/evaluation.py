@@ -41,7 +41,7 @@ from .evaluation_scoring import (
     score_decisions,
     score_permutations,
 )
-from .labeled import LabeledItem, describe_missing_labels, label_to_index, read_labeled, stratified_subset
+from .labeled import LabeledItem, label_to_index, read_labeled, read_labeled_limited, stratified_subset
 from .prediction_sets import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -302,12 +302,11 @@ def command_eval(args: argparse.Namespace) -> int:
     from ..decision.engine import DecisionEngine
     from ..settings import load_settings
 
-    items = read_labeled(args.input, limit=args.limit)
+    items, warning = read_labeled_limited(args.input, args.limit)
     lines = len(items)
-    warning = None
     if args.sample is not None:
-        items = stratified_subset(items, args.sample, args.seed)
-    elif args.limit is not None and (warning := describe_missing_labels(items, read_labeled(args.input))):
+        items, warning = stratified_subset(items, args.sample, args.seed), None  # the sample's own subset, stratified
+    if warning:
         print(warning, file=sys.stderr)
     states = len({item.group_id for item in items})
     if args.calibrate and states < 2:

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from ..errors import InvalidRequestError
 from ..jsonlines import read_lines
 
-__all__ = ["LabeledItem", "describe_missing_labels", "label_to_index", "read_labeled", "stratified_subset"]
+__all__ = ["LabeledItem", "describe_missing_labels", "label_to_index", "read_labeled", "read_labeled_limited", "stratified_subset"]
 
 
 @dataclass
@@ -29,18 +29,38 @@ class LabeledItem:
     labels: dict[str, Any]
 
 
-def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[LabeledItem]:
-    """Labeled JSON Lines (see data/labeled/README.md); `limit` keeps the first N lines of each file."""
-    items: list[LabeledItem] = []
+def _read_files(paths: Sequence[Path | str], limit: int | None) -> list[list[LabeledItem]]:
+    """Each file's items, its first `limit` lines only when a limit is given."""
+    files = []
     for path in paths:
         path = Path(path)
         lines = read_lines(path)
         if limit is not None:
             lines = lines[:max(limit, 0)]
-        items += [parse_labeled_line(path, number, line) for number, line in lines]
+        files.append([parse_labeled_line(path, number, line) for number, line in lines])
+    return files
+
+
+def _joined(files: Sequence[Sequence[LabeledItem]]) -> list[LabeledItem]:
+    items = [item for file in files for item in file]
     if not items:
         raise InvalidRequestError("no labeled lines found", field="input")
     return items
+
+
+def read_labeled(paths: Sequence[Path | str], limit: int | None = None) -> list[LabeledItem]:
+    """Labeled JSON Lines (see data/labeled/README.md); `limit` keeps the first N lines of each file."""
+    return _joined(_read_files(paths, limit))
+
+
+def read_labeled_limited(paths: Sequence[Path | str], limit: int | None) -> tuple[list[LabeledItem], str | None]:
+    """`read_labeled(paths, limit)` and, with a limit, `describe_missing_labels`' warning about what the first
+    lines leave out (None without one). Each file is read once; with a limit every line is still validated."""
+    if limit is None:
+        return read_labeled(paths), None
+    files = _read_files(paths, None)
+    kept = _joined([file[:max(limit, 0)] for file in files])
+    return kept, describe_missing_labels(kept, _joined(files))
 
 
 def stratified_subset(items: Sequence[LabeledItem], per_task: int, seed: int = 0) -> list[LabeledItem]:
@@ -84,7 +104,7 @@ def _strata(items: Sequence[LabeledItem]) -> dict[str, set[str]]:
     return found
 
 
-def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledItem], flag: str = "--limit") -> str | None:
+def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledItem]) -> str | None:
     """One line when `kept` (the first lines, `--limit`) lacks answers the whole files have, else None.
 
     The labeled files are grouped by answer, so their first lines can hold one or two labels of seven, and
@@ -95,7 +115,7 @@ def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledI
              if task in have and len(have[task]) < len(every[task])]
     if not short:
         return None
-    return (f"warning: {flag} kept the first lines, which hold only some of the answers ({', '.join(short)} label sets); "
+    return (f"warning: --limit kept the first lines, which hold only some of the answers ({', '.join(short)} label sets); "
             f"figures read off them describe that mix, not the workload: --sample N draws every label in proportion")
 
 

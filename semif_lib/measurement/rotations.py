@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..arguments import add_engine_arguments, engine_overrides
 from ..decision.prompt import rotate_criteria
 from ..decision.schema import DEFAULT_ROTATIONS
-from .labeled import LabeledItem, describe_missing_labels, read_labeled
+from .labeled import LabeledItem, read_labeled_limited
 
 if TYPE_CHECKING:
     from ..decision.engine import DecisionEngine
@@ -166,8 +166,7 @@ def command_rotations(args: argparse.Namespace) -> int:
     from ..settings import load_settings
     from .workload import describe_machine, load_workload
 
-    items = read_labeled(args.input, limit=args.limit)
-    warning = describe_missing_labels(items, read_labeled(args.input)) if args.limit is not None else None
+    items, warning = read_labeled_limited(args.input, args.limit)
     if warning:
         print(warning, file=sys.stderr)
     with DecisionEngine(load_settings(**engine_overrides(args), default_debias="none")) as engine:  # the variants say what they ask
