@@ -5,7 +5,7 @@
 #   2. a Debian bookworm base image made with mmdebstrap from the archive, because no registry is
 #      reachable here, plus a thin layer with this machine's extra CA certificates (outbound TLS goes
 #      through a proxy with its own CA, so pip inside a build needs them): localhost/semif-debian:bookworm;
-#   3. llama.cpp b10435 with llama-server (container/build_libllama.sh), which the DLC replica image
+#   3. llama.cpp b10970 with llama-server (container/build_libllama.sh; the build nearest the DLC's v0.4.1 = b10964), which the DLC replica image
 #      carries, the native binding tests load and `semif bench peer` runs.
 # The images themselves (replica, adapter) are built by the tests from the checked-out sources.
 # Nothing here is specific to the project's Dockerfiles: on a machine with a registry, skip steps 1-2.
@@ -49,4 +49,4 @@ stage "base image $BASE_IMAGE"
 if [ ! -x .semif/pip-venv/bin/pip ]; then python3 -m venv .semif/pip-venv; fi
 PIP=.semif/pip-venv/bin/pip bash container/build_libllama.sh >/tmp/semif-build-libllama.log 2>&1 \
   || { tail -40 /tmp/semif-build-libllama.log >&2; exit 1; }
-stage "llama.cpp b10435 with llama-server"
+stage "llama.cpp b10970 with llama-server"

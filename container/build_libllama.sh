@@ -11,18 +11,24 @@
 # the container installs with -DLLAMA_BUILD=OFF. Run anything on the pair with
 #   PYTHONPATH=OUT_DIR/python LLAMA_CPP_LIB_PATH=OUT_DIR python -m semif_lib.serving.llamabinding run pytest tests/test_engine.py
 #
-# Default 10435, the nearest published build after the DLC's b10433 (10429 is the one before).
+# Default 10970, the nearest published build to what the DLC's tags carry today, v0.4.1 = b10964 (10950 is the
+# one before; both have the same llama.h). `container/build_libllama.sh 10435` builds the pair for digests pinned
+# before AWS moved the tags (b10433, 2026-08-21).
 # Builds libllama, ggml, the CPU backend module(s) and `llama-server` (the text DLC's server, which the
 # DLC replica image and `semif bench peer` run): about 7.5 minutes on 2 cores for one CPU variant. A
 # finished OUT_DIR (BUILD_NUMBER + libllama.so + llama-server present) is reused: delete it to rebuild.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD="${1:-10435}"
+BUILD="${1:-10970}"
 OUT="${2:-.semif/llama-cpp-b${BUILD}}"
 PIP="${PIP:-.venv/bin/pip}"
-BINDING="${BINDING:-$(sed -n 's/^BINDING_VERSION = "\([^"]*\)".*/\1/p' semif_lib/serving/llamabinding.py)}"
+# The binding verified for BUILD, from the table the startup check reads (system python3: only json is needed).
+BINDING="${BINDING:-$(python3 -c 'import json, sys
+b = int(sys.argv[1])
+print(next((p["binding"] for p in json.load(open(sys.argv[2]))["pairs"] if p["builds"][0] <= b <= p["builds"][1]), ""))' \
+  "$BUILD" semif_lib/serving/llama_bindings.json)}"
 if ! [[ "$BINDING" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then  # checked before minutes of compiling, not after
-  echo "cannot read BINDING_VERSION from semif_lib/serving/llamabinding.py (got '$BINDING'); set BINDING=x.y.z" >&2
+  echo "llama.cpp b$BUILD has no verified binding in semif_lib/serving/llama_bindings.json (got '$BINDING'); set BINDING=x.y.z" >&2
   exit 1
 fi
 if [ -f "$OUT/BUILD_NUMBER" ] && [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-server" ] && [ -d "$OUT/python/llama_cpp" ] \
@@ -65,7 +71,8 @@ echo "$BUILD" > "$OUT/BUILD_NUMBER"
 "$PIP" download --quiet --no-deps --no-binary llama-cpp-python "llama-cpp-python==${BINDING}" -d "$WORK/binding"
 tar xzf "$WORK/binding/llama_cpp_python-${BINDING}.tar.gz" -C "$WORK/binding"
 if ! diff -q "$WORK/binding/llama_cpp_python-${BINDING}/vendor/llama.cpp/include/llama.h" "$SRC/include/llama.h"; then
-  echo "warning: llama-cpp-python ${BINDING} vendors a different llama.h than llama.cpp b${BUILD}" >&2
+  echo "note: llama-cpp-python ${BINDING} vendors a different llama.h than llama.cpp b${BUILD}; the startup check holds it to" \
+       "semif_lib/serving/llama_bindings.json (absent functions, defaults)" >&2
 fi
 rm -rf "$OUT/python" && mkdir -p "$OUT/python"
 cp -a "$WORK/binding/llama_cpp_python-${BINDING}/llama_cpp" "$OUT/python/"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -26,6 +25,7 @@ from typing import Iterator, Literal, Mapping, Sequence
 
 from .errors import SemifError
 from .llama_flags import build_server_command, find_gguf_in_dir
+from .llamabuilds import parse_llama_build, read_llama_server_build
 from .paths import repo_root
 from .processes import SAGEMAKER_KILL_AFTER_S, ServerProcess, ServerStartError, start_server, wait_for_ping
 from .settings import load_settings
@@ -42,17 +42,17 @@ __all__ = [
     "find_container_runtime",
     "find_llama_server",
     "image_exists",
-    "parse_llama_build",
-    "read_llama_server_build",
     "run_container",
     "run_text_server",
     "start_native_text_server",
 ]
 
 REPO_ROOT = repo_root()
-LLAMA_CPP_BUILD = 10435  # what container/build_libllama.sh builds by default: the published build nearest the DLC's b10433
+# What container/build_libllama.sh builds by default: the published build nearest the one the DLC's tags carry
+# today (v0.4.1 = b10964; serving.llamabinding.DLC_RELEASES). The replica image is tagged with it.
+LLAMA_CPP_BUILD = 10970
 LLAMA_CPP_DIR = REPO_ROOT / ".semif" / f"llama-cpp-b{LLAMA_CPP_BUILD}"
-REPLICA_IMAGE = "localhost/semif-dlc-replica:b10435"
+REPLICA_IMAGE = f"localhost/semif-dlc-replica:b{LLAMA_CPP_BUILD}"
 ADAPTER_IMAGE = "localhost/semif-decision:latest"
 BASE_IMAGE = "localhost/semif-debian:bookworm"
 SAGEMAKER_PORT = 8080
@@ -147,7 +147,7 @@ def build_replica_image(runtime: ContainerRuntime, base_image: str | None = None
     llama_cpp_dir = Path(llama_cpp_dir).resolve()
     if not (llama_cpp_dir / "llama-server").is_file():
         raise ContainerError(f"no llama-server in {llama_cpp_dir}: run `bash container/build_libllama.sh` first "
-                             "(llama.cpp b10435, about 7.5 min on 2 cores)")
+                             f"(llama.cpp b{LLAMA_CPP_BUILD}, about 8 min on 2 cores)")
     try:
         relative = llama_cpp_dir.relative_to(REPO_ROOT)
     except ValueError:
@@ -236,20 +236,6 @@ def find_llama_server(directory: Path | None = None) -> Path | None:
     found = shutil.which("llama-server")
     candidates += [Path(found)] if found else []
     return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
-
-
-def parse_llama_build(version_text: str) -> int | None:
-    """The build number in `llama-server --version` output, in either of llama.cpp's formats:
-    `version: 0.1.0-dev (build 10435, commit unknown)` (b10435 from the sdist) or `version: 10433 (e1f2a3b)`."""
-    match = re.search(r"\(build (\d+)", version_text) or re.search(r"version:\s*b?(\d+)\s*\(", version_text)
-    return int(match.group(1)) if match else None
-
-
-def read_llama_server_build(binary: Path) -> int | None:
-    """The llama.cpp build number of a llama-server binary, from its `--version`."""
-    env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=env)
-    return parse_llama_build(done.stdout + done.stderr)
 
 
 @dataclass

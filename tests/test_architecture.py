@@ -15,8 +15,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
-PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "containers", "paths", "limits",
-            "registry", "dockerfile", "modelpackage", "invocation", "modelsource", "modelchunks")
+PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "llamabuilds", "containers", "paths",
+            "limits", "registry", "dockerfile", "modelpackage", "invocation", "modelsource", "modelchunks")
 TOP_FLOOR = ("cli", "workshop", "notebook", "targets", "modelinspect")
 MAX_FUNCTION_LINES = 80
 

@@ -52,14 +52,20 @@ def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
     subprocess.run(["bash", "-n", str(CONTAINER / "install_adapter.sh")], check=True)
 
 
-def test_build_libllama_reads_the_pinned_binding():
-    """The script takes the binding version from llamabinding.py before compiling anything (a comment there once broke it)."""
-    from semif_lib.serving.llamabinding import BINDING_VERSION
+@pytest.mark.parametrize("build, binding", [("10970", "0.3.36"), ("10435", "0.3.35"), ("10300", "")])
+def test_build_libllama_reads_the_verified_binding(build, binding):
+    """The script takes the binding for its build from llama_bindings.json before compiling anything, and stops on none."""
+    from semif_lib.serving.llamabinding import binding_for_build
 
-    line = next(l for l in (CONTAINER / "build_libllama.sh").read_text().splitlines() if l.startswith("BINDING="))
+    script = (CONTAINER / "build_libllama.sh").read_text()
+    lines = script[script.index('BINDING="${BINDING:-'):script.index('if [ -f "$OUT/BUILD_NUMBER" ]')]
     env = {k: v for k, v in os.environ.items() if k != "BINDING"}
-    done = subprocess.run(["bash", "-c", f'{line}\nprintf %s "$BINDING"'], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    assert done.stdout == BINDING_VERSION
+    done = subprocess.run(["bash", "-c", f'set -eu\nBUILD={build}\n{lines}\nprintf %s "$BINDING"'], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if binding:
+        assert done.returncode == 0 and done.stdout == binding == binding_for_build(int(build)), done.stderr
+    else:
+        assert done.returncode == 1 and f"b{build} has no verified binding" in done.stderr
 
 
 def test_container_requirements_are_project_dependencies():
@@ -83,28 +89,48 @@ def test_container_requirements_are_project_dependencies():
 
 
 def test_the_binding_follows_the_library_build(tmp_path):
-    """The build is read from llama-server --version (the DLC has no BUILD_NUMBER) and picks the verified binding."""
+    """The build is read from llama-server --version (the DLC has no BUILD_NUMBER) and picks the verified binding:
+    the DLC's tags carried b10433 until 2026-09-25 and v0.4.1 (b10964) since; both stay verified."""
+    from semif_lib import llamabuilds
     from semif_lib.serving import llamabinding
 
     fake = tmp_path / "llama-server"
     fake.write_text("#!/bin/sh\necho 'version: 10433 (d0e1f2a3)' >&2\necho 'built with cc for x86_64-linux-gnu' >&2\n")
     fake.chmod(0o755)
     assert llamabinding.read_library_build(tmp_path) == 10433
-    from semif_lib.containers import parse_llama_build
-
-    assert parse_llama_build("version: 0.1.0-dev (build 10435, commit unknown)\nbuilt with GNU 12.2.0") == 10435
-    assert parse_llama_build("version: 10433 (d0e1f2a3)") == 10433 and parse_llama_build("llama-server: usage") is None
-    assert llamabinding.binding_for_build(10433) == "0.3.35" == llamabinding.BINDING_VERSION
+    assert llamabinding.binding_for_build(10433) == "0.3.35"
+    assert llamabinding.binding_for_build(10964) == "0.3.36" == llamabinding.BINDING_VERSION
+    assert llamabuilds.DLC_BUILD == 10964 and [r.build for r in llamabuilds.DLC_RELEASES] == [10964, 10433]
     with pytest.raises(llamabinding.BindingMismatchError, match=r"b10075 has no verified llama-cpp-python binding"):
         llamabinding.binding_for_build(10075)  # the LLAMA_CPP_REF the DLC's stored Dockerfiles pin
+    with pytest.raises(llamabinding.BindingMismatchError, match=r"b10971 has no verified"):
+        llamabinding.binding_for_build(10971)  # the next build after the newest one checked: the next move of the tag
     env = _entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path))
-    run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True,
-                         text=True, timeout=60)
-    assert run.returncode == 0 and run.stdout.strip() == "0.3.35", run.stderr
+    for line, binding in (("version: 10433 (d0e1f2a3)", "0.3.35"), ("version: 0.4.1 (build 10964, commit 4e5f6a7)", "0.3.36")):
+        fake.write_text(f"#!/bin/sh\necho '{line}' >&2\n")
+        run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 0 and run.stdout.strip() == binding, run.stderr
     fake.write_text("#!/bin/sh\necho 'version: 10075 (abc)' >&2\n")
     run = subprocess.run([sys.executable, "-m", "semif_lib.serving.llamabinding", "binding-for"], env=env, capture_output=True,
                          text=True, timeout=60)
-    assert run.returncode == 3 and "b10075" in run.stderr and "VERIFIED_BINDINGS" in run.stderr
+    assert run.returncode == 3 and "b10075" in run.stderr and "llama_bindings.json" in run.stderr
+
+
+@pytest.mark.parametrize("text, build", [
+    ("version: 0.4.1 (build 10964, commit 4e5f6a7)\nbuilt with GNU 14.2.1 for x86_64-amazon-linux", 10964),  # the DLC's v0.4.1
+    ("version: 0.4.1 (build 0, commit unknown)", 10964),  # a stable release built without git history: the version names it
+    ("version: 0.4.1-dev (build 10970, commit unknown)", 10970),  # the sdist nightly the replica carries
+    ("version: 0.1.0-dev (build 10435, commit unknown)\nbuilt with GNU 12.2.0", 10435),
+    ("version: 10433 (d0e1f2a3)", 10433),  # b10433's format
+    ("version: b10433 (d0e1f2a3)", 10433),
+    ("version: 0.9.9 (build 0, commit unknown)", None),  # a release nobody has mapped: unknown, not a guess
+    ("llama-server: usage", None),
+])
+def test_the_version_parser_reads_every_format(text, build):
+    from semif_lib.llamabuilds import parse_llama_build
+
+    assert parse_llama_build(text) == build
 
 
 def test_buildspec_logs_in_builds_checks_and_pushes():
@@ -151,14 +177,14 @@ def test_check_fails_loudly_on_a_wrong_library(tmp_path):
     (tmp_path / "BUILD_NUMBER").write_text("10300\n")
     run = subprocess.run(["bash", str(ENTRYPOINT), "serve"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
                          capture_output=True, text=True, timeout=120)
-    assert run.returncode == 3 and "llama.cpp b10300 has no verified" in run.stderr and "b10429-b10435 -> 0.3.35" in run.stderr
+    assert run.returncode == 3 and "llama.cpp b10300 has no verified" in run.stderr and "b10429-b10435 -> 0.3.35, b10950-b10970 -> 0.3.36" in run.stderr
     from semif_lib.serving.llamabinding import BINDING_VERSION, binding_version
 
-    if binding_version() != BINDING_VERSION:  # the venv's own binding is newer than the DLC's library
-        (tmp_path / "BUILD_NUMBER").write_text("10433\n")
-        run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
-                             capture_output=True, text=True, timeout=120)
-        assert run.returncode == 3 and f"llama-cpp-python {binding_version()} is installed but {BINDING_VERSION}" in run.stderr
+    assert binding_version() == BINDING_VERSION  # the venv's own llama-cpp-python is the one today's DLC build takes
+    (tmp_path / "BUILD_NUMBER").write_text("10433\n")  # a digest pinned before the move: b10433 wants 0.3.35
+    run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=_entrypoint_env(LLAMA_CPP_LIB_PATH=str(tmp_path)),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3 and f"llama-cpp-python {binding_version()} is installed but 0.3.35" in run.stderr
 
 
 # ------------------------------------------------------------------ serve as SageMaker would (opt_ml_model: support/fixtures_containers.py)

