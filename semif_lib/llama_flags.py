@@ -26,6 +26,7 @@ __all__ = [
     "find_gguf_in_dir",
     "build_sm_env",
     "parse_flags",
+    "refuse_removed_flags",
     "translate_sm_env",
 ]
 
@@ -41,6 +42,14 @@ MAX_ENV_VALUE_CHARS = 1024
 _ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 SettingValue = str | int | float | bool | None
+
+# Flags llama.cpp removed in the release the DLC's tags carry since 2026-09-25 (v0.4.1 = b10964), with the
+# DLC changelog's own advice; llama-server refuses them ("the argument has been removed"), so the endpoint
+# never becomes healthy. Names as parse_flags gives them (`-` as `_`, long and short).
+REMOVED_FLAGS = frozenset({"mmap", "no_mmap", "mlock", "direct_io", "dio", "no_direct_io", "ndio"})
+REMOVED_FLAGS_REASON = ("removed upstream in llama.cpp v0.4.1, the AWS llama.cpp DLC's build since 2026-09-25 (\"Upstream removed the "
+                        "deprecated --mmap, --mlock, and --direct-io flags. Use --load-mode instead.\"): use --load-mode "
+                        "auto|none|mmap|mlock|mmap+mlock|dio (SM_LLAMA_CPP_LOAD_MODE)")
 
 
 def translate_sm_env(env: Mapping[str, str]) -> list[str]:
@@ -129,6 +138,13 @@ def parse_flags(flags: Sequence[str]) -> dict[str, str | bool]:
             out[name] = True
             i += 1
     return out
+
+
+def refuse_removed_flags(flags: Sequence[str]) -> None:
+    """`ValueError` naming the first flag today's llama-server refuses (`REMOVED_FLAGS`) and what replaces it."""
+    for name in parse_flags(flags):
+        if name in REMOVED_FLAGS:
+            raise ValueError(f"--{name.replace('_', '-')} is {REMOVED_FLAGS_REASON}")
 
 
 def find_gguf_in_dir(model_dir: Path, max_depth: int = 2) -> Path | None:

@@ -127,12 +127,25 @@ def test_flags_map_onto_llama_cpp_python_settings():
     from semif_lib.serving.texttwin import map_flags
 
     model, server, ignored = map_flags(["--ctx-size", "8192", "--n-gpu-layers", "999", "--flash-attn", "on", "--jinja",
-                                        "--cache-type-k", "q8_0", "--no-mmap", "--api-key", "k", "--parallel", "4", "--hf-repo", "x/y"])
-    assert model == {"n_ctx": 8192, "n_gpu_layers": 999, "flash_attn": True, "type_k": 8, "use_mmap": False}
+                                        "--cache-type-k", "q8_0", "--load-mode", "none", "--api-key", "k", "--parallel", "4",
+                                        "--hf-repo", "x/y", "--lazy-mode", "off"])
+    assert model == {"n_ctx": 8192, "n_gpu_layers": 999, "flash_attn": True, "type_k": 8, "use_mmap": False, "use_mlock": False}
     assert server == {"api_key": "k"}
-    assert ignored == ["--parallel 4", "--hf-repo x/y"]
+    assert ignored == ["--parallel 4", "--hf-repo x/y", "--lazy-mode off"]
+    assert map_flags(["--load-mode", "mmap+mlock"])[0] == {"use_mmap": True, "use_mlock": True}
     with pytest.raises(ValueError, match="ctx-size"):
         map_flags(["--ctx-size", "big"])
+    with pytest.raises(ValueError, match="--load-mode 'fast': unknown load mode"):
+        map_flags(["--load-mode", "fast"])
+
+
+@pytest.mark.parametrize("flag", ["--mlock", "--no-mmap", "--mmap", "--direct-io"])
+def test_flags_todays_dlc_refuses_are_refused_with_its_reason(flag):
+    """llama.cpp v0.4.1 (the DLC since 2026-09-25) removed them: the twin refuses what the DLC's llama-server refuses."""
+    from semif_lib.serving.texttwin import map_flags
+
+    with pytest.raises(ValueError, match=rf"^{flag} is removed upstream in llama.cpp v0.4.1.*Use --load-mode instead"):
+        map_flags(["--ctx-size", "1024", flag])
 
 
 def test_config_precedence_and_dlc_model_discovery(tmp_path):
@@ -163,6 +176,8 @@ def test_bad_settings_and_missing_model_exit_non_zero(tmp_path):
     port = free_port()
     bad = _serve_text_exits(server_env(port, SM_LLAMA_CPP_CTX_SIZE="lots"))
     assert bad.returncode == 2 and "--ctx-size 'lots'" in bad.stderr
+    removed = _serve_text_exits(server_env(port, SM_LLAMA_CPP_MLOCK="true"))
+    assert removed.returncode == 2 and "--mlock is removed upstream" in removed.stderr and "SM_LLAMA_CPP_LOAD_MODE" in removed.stderr
     missing = _serve_text_exits(server_env(port, SM_LLAMA_CPP_MODEL=str(tmp_path / "gone.gguf")))
     assert missing.returncode == 2 and "gone.gguf does not exist" in missing.stderr
     broken = tmp_path / "broken.gguf"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..arguments import add_engine_arguments, run_command
 from ..errors import ModelLoadError, SemifError
-from ..llama_flags import SM_PREFIX, parse_flags, translate_sm_env
+from ..llama_flags import SM_PREFIX, parse_flags, refuse_removed_flags, translate_sm_env
 from ..settings import Settings, load_settings
 from .runner import DEFAULT_DRAIN_S, Drain, serve_uvicorn
 
@@ -53,7 +53,22 @@ def _ggml_type(value: str | bool) -> int:
         raise ValueError(f"unknown KV cache type {value!r}; one of {', '.join(_GGML_TYPES)}") from None
 
 
-# llama-server flag (long and short names, `-` as `_`) -> (settings group, llama-cpp-python field, converter)
+# --load-mode (llama.cpp v0.4.1; replaces --mmap/--mlock/--direct-io) -> llama-cpp-python's two switches. llama-cpp-python
+# has no direct I/O: `dio` reads the file without mmap, which is what direct I/O avoids too.
+LOAD_MODES = {"auto": {"use_mmap": True, "use_mlock": False}, "none": {"use_mmap": False, "use_mlock": False},
+              "mmap": {"use_mmap": True, "use_mlock": False}, "mlock": {"use_mmap": False, "use_mlock": True},
+              "mmap+mlock": {"use_mmap": True, "use_mlock": True}, "dio": {"use_mmap": False, "use_mlock": False}}
+
+
+def _load_mode(value: str | bool) -> dict[str, bool]:
+    try:
+        return LOAD_MODES[str(value).lower()]
+    except KeyError:
+        raise ValueError(f"unknown load mode; one of {', '.join(LOAD_MODES)}") from None
+
+
+# llama-server flag (long and short names, `-` as `_`) -> (settings group, llama-cpp-python field, converter);
+# the field `*` takes the converter's dict of fields.
 FLAG_MAP: dict[str, tuple[str, str, Callable[[Any], Any]]] = {}
 for _names, _target in {
     ("ctx_size", "c"): ("model", "n_ctx", int),
@@ -65,8 +80,7 @@ for _names, _target in {
     ("flash_attn", "fa"): ("model", "flash_attn", _on_off),
     ("seed", "s"): ("model", "seed", int),
     ("alias", "a"): ("model", "model_alias", str),
-    ("mlock",): ("model", "use_mlock", lambda v: True),
-    ("no_mmap",): ("model", "use_mmap", lambda v: False),
+    ("load_mode", "lm"): ("model", "*", _load_mode),
     ("rope_freq_base",): ("model", "rope_freq_base", float),
     ("rope_freq_scale",): ("model", "rope_freq_scale", float),
     ("cache_type_k", "ctk"): ("model", "type_k", _ggml_type),
@@ -95,7 +109,11 @@ class TextTwinConfig:
 
 
 def map_flags(flags: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """`llama-server` flags -> (ModelSettings fields, ServerSettings fields, flags not honoured)."""
+    """`llama-server` flags -> (ModelSettings fields, ServerSettings fields, flags not honoured).
+
+    A flag today's llama-server refuses (`--mlock`, `--no-mmap`, ...) is refused here too, with the DLC's reason:
+    the twin accepts what the DLC accepts."""
+    refuse_removed_flags(flags)
     model: dict[str, Any] = {}
     server: dict[str, Any] = {}
     ignored: list[str] = []
@@ -103,9 +121,11 @@ def map_flags(flags: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], lis
         if name in FLAG_MAP:
             group, key, convert = FLAG_MAP[name]
             try:
-                (model if group == "model" else server)[key] = convert(value)
+                converted = convert(value)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"--{name.replace('_', '-')} {value!r}: {exc}") from None
+            target = model if group == "model" else server
+            target.update(converted if key == "*" else {key: converted})
         elif name not in IMPLICIT_FLAGS:
             ignored.append(f"--{name.replace('_', '-')}" + ("" if value is True else f" {value}"))
     return model, server, ignored
