@@ -26,9 +26,9 @@ PIP="${PIP:-.venv/bin/pip}"
 BINDING="${BINDING:-$(python3 -c 'import json, sys
 b = int(sys.argv[1])
 print(next((p["binding"] for p in json.load(open(sys.argv[2]))["pairs"] if p["builds"][0] <= b <= p["builds"][1]), ""))' \
-  "$BUILD" semif_lib/serving/llama_bindings.json)}"
+  "$BUILD" semif_lib/llama_bindings.json)}"
 if ! [[ "$BINDING" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then  # checked before minutes of compiling, not after
-  echo "llama.cpp b$BUILD has no verified binding in semif_lib/serving/llama_bindings.json (got '$BINDING'); set BINDING=x.y.z" >&2
+  echo "llama.cpp b$BUILD has no verified binding in semif_lib/llama_bindings.json (got '$BINDING'); set BINDING=x.y.z" >&2
   exit 1
 fi
 if [ -f "$OUT/BUILD_NUMBER" ] && [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-server" ] && [ -d "$OUT/python/llama_cpp" ] \
@@ -72,7 +72,7 @@ echo "$BUILD" > "$OUT/BUILD_NUMBER"
 tar xzf "$WORK/binding/llama_cpp_python-${BINDING}.tar.gz" -C "$WORK/binding"
 if ! diff -q "$WORK/binding/llama_cpp_python-${BINDING}/vendor/llama.cpp/include/llama.h" "$SRC/include/llama.h"; then
   echo "note: llama-cpp-python ${BINDING} vendors a different llama.h than llama.cpp b${BUILD}; the startup check holds it to" \
-       "semif_lib/serving/llama_bindings.json (absent functions, defaults)" >&2
+       "semif_lib/llama_bindings.json (absent functions, defaults)" >&2
 fi
 rm -rf "$OUT/python" && mkdir -p "$OUT/python"
 cp -a "$WORK/binding/llama_cpp_python-${BINDING}/llama_cpp" "$OUT/python/"

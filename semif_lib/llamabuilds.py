@@ -7,14 +7,16 @@ from its `llama-server --version`; the binding, the flags llama-server accepts a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "DlcRelease", "parse_llama_build", "read_llama_server_build",
-           "release_for_build"]
+__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
+           "DlcRelease", "binding_for_build", "pair_for_build", "parse_llama_build", "read_llama_server_build", "release_for_build"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,49 @@ RELEASE_BUILDS = {"0.4.1": 10964}
 def release_for_build(build: int) -> DlcRelease | None:
     """The DLC release that shipped `build`, if AWS shipped it."""
     return next((r for r in DLC_RELEASES if r.build == build), None)
+
+
+@dataclass(frozen=True)
+class BindingPair:
+    """A range of llama.cpp builds and the llama-cpp-python release verified to bind them (`llama_bindings.json`)."""
+
+    builds: range
+    binding: str
+    absent: frozenset[str]  # functions the binding declares that these builds do not export; bound as raising stubs
+    defaults: dict[str, dict[str, Any]]  # llama_{model,context}_default_params() values read back through the binding
+    verified: str  # how the pair was checked, for docs/containers.md
+
+
+def read_verified_bindings(path: Path = Path(__file__).with_name("llama_bindings.json")) -> tuple[BindingPair, ...]:
+    pairs = json.loads(path.read_text())["pairs"]
+    return tuple(BindingPair(range(p["builds"][0], p["builds"][1] + 1), p["binding"], frozenset(p["absent"]), p["defaults"], p["verified"])
+                 for p in pairs)
+
+
+VERIFIED_BINDINGS = read_verified_bindings()
+
+
+class BindingMismatchError(RuntimeError):
+    """llama-cpp-python and the llama.cpp library it loaded do not belong together."""
+
+
+def pair_for_build(build: int) -> BindingPair:
+    """The verified pair covering llama.cpp `build`; `BindingMismatchError` naming it if none does."""
+    for pair in VERIFIED_BINDINGS:
+        if build in pair.builds:
+            return pair
+    known = ", ".join(f"b{p.builds.start}-b{p.builds.stop - 1} -> {p.binding}" for p in VERIFIED_BINDINGS)
+    raise BindingMismatchError(f"llama.cpp b{build} has no verified llama-cpp-python binding (verified pairs: {known}); "
+                               f"diff llama-cpp-python's declarations against b{build}'s include/llama.h, run "
+                               "tests/test_container_binding.py on that build, then add the pair to semif_lib/llama_bindings.json")
+
+
+def binding_for_build(build: int) -> str:
+    """The llama-cpp-python version verified for llama.cpp `build`."""
+    return pair_for_build(build).binding
+
+
+BINDING_VERSION = binding_for_build(DLC_BUILD)  # the binding for what the DLC's tags carry today
 
 
 def parse_llama_build(version_text: str) -> int | None:

@@ -26,45 +26,27 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.util
-import json
 import os
 import sys
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import SemifError
-from ..llamabuilds import DLC_BUILD, read_llama_server_build
+from ..llamabuilds import (
+    BINDING_VERSION,
+    VERIFIED_BINDINGS,
+    BindingMismatchError,
+    BindingPair,
+    binding_for_build,
+    pair_for_build,
+    read_llama_server_build,
+)
 
 __all__ = ["BINDING_VERSION", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
            "binding_for_build", "load_backends", "pair_for_build", "prepare_binding", "read_library_build"]
 
 DLC_LIB_DIR = Path("/opt/llama.cpp/bin")
-
-
-@dataclass(frozen=True)
-class BindingPair:
-    """A range of llama.cpp builds and the llama-cpp-python release verified to bind them (`llama_bindings.json`)."""
-
-    builds: range
-    binding: str
-    absent: frozenset[str]  # functions the binding declares that these builds do not export; bound as raising stubs
-    defaults: dict[str, dict[str, Any]]  # llama_{model,context}_default_params() values read back through the binding
-    verified: str  # how the pair was checked, for docs/containers.md
-
-
-def read_verified_bindings(path: Path = Path(__file__).with_name("llama_bindings.json")) -> tuple[BindingPair, ...]:
-    pairs = json.loads(path.read_text())["pairs"]
-    return tuple(BindingPair(range(p["builds"][0], p["builds"][1] + 1), p["binding"], frozenset(p["absent"]), p["defaults"], p["verified"])
-                 for p in pairs)
-
-
-VERIFIED_BINDINGS = read_verified_bindings()
-
-
-class BindingMismatchError(RuntimeError):
-    """llama-cpp-python and the llama.cpp library it loaded do not belong together."""
 
 
 def lib_dir() -> Path | None:
@@ -89,25 +71,6 @@ def read_library_build(directory: Path) -> int | None:
     if (directory / "llama-server").is_file():
         return read_llama_server_build(directory / "llama-server")
     return None
-
-
-def pair_for_build(build: int) -> BindingPair:
-    """The verified pair covering llama.cpp `build`; `BindingMismatchError` naming it if none does."""
-    for pair in VERIFIED_BINDINGS:
-        if build in pair.builds:
-            return pair
-    known = ", ".join(f"b{p.builds.start}-b{p.builds.stop - 1} -> {p.binding}" for p in VERIFIED_BINDINGS)
-    raise BindingMismatchError(f"llama.cpp b{build} has no verified llama-cpp-python binding (verified pairs: {known}); "
-                               f"diff llama-cpp-python's declarations against b{build}'s include/llama.h, run "
-                               "tests/test_container_binding.py on that build, then add the pair to semif_lib/serving/llama_bindings.json")
-
-
-def binding_for_build(build: int) -> str:
-    """The llama-cpp-python version verified for llama.cpp `build`."""
-    return pair_for_build(build).binding
-
-
-BINDING_VERSION = binding_for_build(DLC_BUILD)  # the binding for what the DLC's tags carry today
 
 
 def binding_version() -> str:
@@ -191,7 +154,7 @@ def tolerate_absent_functions(pair: BindingPair) -> None:
 def stub_absent(name: str, declared: Any) -> Any:
     @functools.wraps(declared)
     def absent(*_args: Any, **_kwargs: Any) -> Any:
-        raise NotImplementedError(f"{name} is not exported by this llama.cpp build (semif_lib/serving/llama_bindings.json: absent)")
+        raise NotImplementedError(f"{name} is not exported by this llama.cpp build (semif_lib/llama_bindings.json: absent)")
 
     return absent
 
