@@ -77,3 +77,50 @@ def test_non_utf8_and_malformed_json():
         parse_json_bytes(b'{"state": ')
     with pytest.raises(InvalidRequestError, match="JSON object"):
         parse_request(b"[1, 2]")
+
+
+# ----------------------------------------------------------------- parts that are not text: refused by name, never ignored
+NOUL = {"type": "noul", "instructions": "Is the parcel broken?"}
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ({"state": "<image:0f>", "assets": {"photo": {"type": "image", "format": "png", "data_base64": "iVBORw0KGgo="}},
+      "questions": {"q": NOUL}}, "assets.photo", "image assets (data_base64)"),
+    ({"state": "s", "assets": {"photo": {"type": "image", "url": "https://example.com/a.png"}}, "questions": {"q": NOUL}},
+     "assets.photo", "image assets (url)"),
+    ({"state": "s", "assets": {"<image:0f>": {"type": "image", "part": "asset-0"}}, "questions": {"q": NOUL}},
+     "assets.<image:0f>", "image assets (part)"),
+    ({"state": "s", "assets": ["a.png"], "questions": {"q": NOUL}}, "assets", "image assets are"),
+    ({"state": "s", "questions": {"q": NOUL, "dog": {"type": "box", "instructions": "The dog"}}}, "questions.dog", "box questions"),
+])
+def test_image_assets_and_box_questions_are_a_400_naming_the_part(body, field, words):
+    """Jev 1.14's images and Box (typesafe-sdk 0.7.5 sends both): refused, not answered from the text around them."""
+    with pytest.raises(InvalidRequestError) as info:
+        parse_request(body)
+    assert info.value.status_code == 400 and info.value.field == field
+    assert info.value.message.startswith(f"{field}: ") and words in info.value.message and "reads text only" in info.value.message
+
+
+def test_empty_assets_carry_nothing_and_are_answered():
+    assert parse_request({"state": "s", "assets": {}, "questions": {"q": NOUL}}).questions["q"].type == "noul"
+    assert parse_request({"state": "s", "assets": None, "questions": {"q": NOUL}}).questions["q"].type == "noul"
+
+
+@pytest.mark.parametrize("part", [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+                                  {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
+@pytest.mark.parametrize("where", ["input[0].content[1]", "questions[0].instructions[0]", "input[1].output[0]"])
+def test_openai_image_parts_are_a_400_naming_the_part(part, where):
+    from semif_lib.decision.openai_schema import parse_decisions_request
+
+    text = {"type": "input_text", "text": "see"}
+    question = {"type": "predicate", "instructions": "Broken?"}
+    body = {"model": "m", "input": [{"role": "user", "content": [text, part]}], "questions": [question]}
+    if where.startswith("questions"):
+        body = {"model": "m", "input": "s", "questions": [{**question, "instructions": [part]}]}
+    elif where.startswith("input[1]"):
+        body["input"] = [{"type": "function_call", "call_id": "c1", "name": "look", "arguments": "{}"},
+                         {"type": "function_call_output", "call_id": "c1", "output": [part]}]
+    with pytest.raises(InvalidRequestError) as info:
+        parse_decisions_request(body)
+    assert info.value.status_code == 400 and info.value.field == where
+    assert info.value.message.startswith(f"{where}: {part['type']} parts are not supported: this engine reads text only")

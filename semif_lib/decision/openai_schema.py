@@ -33,6 +33,7 @@ from .schema import (
     MIN_CHOICE_OPTIONS,
     MIN_SCORE_LEVELS,
     MODEL_FIELD_DOC,
+    TEXT_ONLY,
     ChoiceQuestion,
     DecisionRequest,
     DecisionResponse,
@@ -71,10 +72,11 @@ class InputJSON(_Part):
 
 
 class InputImage(_Part):
-    """Accepted by the schema only to be refused by name: the engine reads text."""
+    """Accepted by the schema only to be refused by name: the engine reads text. `image_url` is the
+    Chat Completions spelling of an image part (`{"type": "image_url", "image_url": {"url"}}`)."""
 
-    type: Literal["input_image"]
-    image_url: str = ""
+    type: Literal["input_image", "image_url"]
+    image_url: Any = None
 
 
 Part = Annotated[Union[InputText, OutputText, Refusal, InputJSON, InputImage], Field(discriminator="type")]
@@ -215,7 +217,7 @@ def _text_of(content: Contents, where: str) -> str:
     texts = []
     for k, part in enumerate(content):
         if isinstance(part, InputImage):
-            raise InvalidRequestError(f"{where}[{k}]: input_image parts are not supported: this server's model reads text only; "
+            raise InvalidRequestError(f"{where}[{k}]: {part.type} parts are not supported: {TEXT_ONLY}; "
                                       "describe the image in an input_text part", field=f"{where}[{k}]")
         texts.append(render_content(part.data) if isinstance(part, InputJSON) else
                      f"(refused: {part.refusal})" if isinstance(part, Refusal) else part.text)

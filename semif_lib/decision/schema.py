@@ -386,11 +386,33 @@ def format_validation_error(exc: ValidationError) -> RequestValidationError:
     return RequestValidationError(f"{field}: {message}", field=field, loc=raw, kind=err["type"])
 
 
+TEXT_ONLY = "this engine reads text only"
+
+
+def check_text_only(data: dict[str, Any]) -> None:
+    """Refuse by name what Jev 1.14 clients may send that is not text, rather than answer without it: image
+    `assets` (inline `data_base64`, a URL, or a multipart part) and `box` questions, each a 400 naming the part."""
+    assets = data.get("assets")
+    if assets:  # null, {} and [] carry nothing
+        name, asset = next(iter(assets.items())) if isinstance(assets, dict) else (None, assets)
+        field = "assets" if name is None else f"assets.{name}"
+        carried = [key for key in ("data_base64", "url", "part") if isinstance(asset, dict) and asset.get(key)]
+        how = f" ({carried[0]})" if carried else ""
+        raise InvalidRequestError(f"{field}: image assets{how} are not supported: {TEXT_ONLY}; send the state as text or JSON, "
+                                  "describing the image in words", field=field)
+    questions = data.get("questions")
+    for qid, question in (questions.items() if isinstance(questions, dict) else ()):
+        if isinstance(question, dict) and question.get("type") == "box":
+            raise InvalidRequestError(f"questions.{qid}: box questions locate a region of an image, and {TEXT_ONLY}; ask a noul, "
+                                      "choice or score question", field=f"questions.{qid}")
+
+
 def parse_request(data: Any) -> DecisionRequest:
     """Validate a decoded JSON value (or raw bytes) into a `DecisionRequest`.
 
-    Raises a 422 `RequestValidationError` naming the field, or a 413 `PayloadTooLargeError` for
-    more questions or options than their hard ceiling (`limits`).
+    Raises a 422 `RequestValidationError` naming the field, a 413 `PayloadTooLargeError` for more
+    questions or options than their hard ceiling (`limits`), or a 400 for a part that is not text
+    (`check_text_only`).
     """
     if isinstance(data, (bytes, str)):
         data = parse_json_bytes(data)  # checks the value as it parses it
@@ -398,6 +420,7 @@ def parse_request(data: Any) -> DecisionRequest:
         check_json_value(data)
     if not isinstance(data, dict):
         raise RequestValidationError("request must be a JSON object", field="body", kind="model_type")
+    check_text_only(data)
     try:
         return _REQUEST_ADAPTER.validate_python(data)
     except ValidationError as exc:
