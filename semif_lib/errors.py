@@ -79,6 +79,15 @@ class UnsupportedMediaTypeError(SemifError):
     error_type = "unsupported_media_type"
 
 
+class UnsupportedEncodingError(UnsupportedMediaTypeError):
+    """A `Content-Encoding` the server cannot decode: 415 naming it, answered with `Accept-Encoding` listing the
+    codings it can (RFC 9110, 15.5.16)."""
+
+    def __init__(self, message: str, *, accepted: tuple[str, ...], field: str | None = "content-encoding") -> None:
+        super().__init__(message, field=field)
+        self.accepted = accepted
+
+
 class ServiceBusyError(SemifError):
     """The inference queue is full; clients should retry after `retry_after` seconds."""
 

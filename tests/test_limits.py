@@ -104,7 +104,7 @@ def test_over_http_300_questions_are_a_413_for_json_and_for_each_json_lines_reco
 def test_a_body_over_its_limit_names_semif_max_body_bytes():
     import asyncio
 
-    from semif_lib.serving.wire import read_limited_body
+    from semif_lib.serving.bodies import read_limited_body
 
     class Body:
         headers = {"content-length": "5000"}

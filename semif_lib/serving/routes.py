@@ -25,10 +25,10 @@ from ..errors import (
     ServiceBusyError,
     ShuttingDownError,
     UnauthorizedError,
-    UnsupportedMediaTypeError,
 )
 from ..jsonlines import dump_records, error_record
 from ..settings import MODES, Settings
+from .bodies import read_limited_body
 from .deadline import answer_deadline_s
 from .modelnames import model_names
 from .runner import Drain
@@ -50,7 +50,7 @@ from .wire import (
     parse_jsonlines_body,
     read_content_type,
     read_custom_mode,
-    read_limited_body,
+    refuse_content_type,
 )
 from .worker import InferenceWorker, Job
 
@@ -108,7 +108,8 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
                                  "An OpenAI Decisions body is answered with the openai SDK's Decision.",
                   "content": {"application/jsonlines": {"schema": {"type": "string"}}}},
             400: {"model": error,
-                  "description": "Options without distinct answer tokens, an unsupported part (images), a bad mode"
+                  "description": "Options without distinct answer tokens, a part that is not text (an image part, image assets, a "
+                                 "box question), a body that is not what its Content-Encoding says, a bad mode"
                                  + ("; and on this wire a body that fails validation." if openai else ".")},
             401: {"model": error, "description": "SEMIF_API_KEY is set and the bearer token is missing or wrong (authentication_error)."},
             404: {"model": error,
@@ -118,9 +119,12 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
                                  "message lists them" + (" (type invalid_request_error, code model_not_found, as OpenAI's)."
                                                          if openai else " (error_type not_found).")},
             413: {"model": ErrorBody,
-                  "description": "Over a limit, named in the message: the body (SEMIF_MAX_BODY_BYTES), questions (SEMIF_MAX_QUESTIONS), "
-                                 "options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS) or the context (SEMIF_N_CTX)."},
-            415: {"model": error, "description": "Content type other than application/json or application/jsonlines."},
+                  "description": "Over a limit, named in the message: the body, as sent or decoded (SEMIF_MAX_BODY_BYTES), questions "
+                                 "(SEMIF_MAX_QUESTIONS), options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS) or the "
+                                 "context (SEMIF_N_CTX)."},
+            415: {"model": error, "description": "Content type other than application/json or application/jsonlines (multipart/"
+                                                   "form-data carries image assets), or a Content-Encoding other than zstd, gzip or "
+                                                   "identity (answered with Accept-Encoding)."},
             503: {"model": error, "description": "Queue full or model loading; retry after Retry-After seconds."},
     }
     if openai:
@@ -147,8 +151,7 @@ async def _read_invocation(request: Any, worker: InferenceWorker, settings: Sett
     ctype = read_content_type(request.headers.get("content-type")) or "application/json"
     jsonlines = ctype in JSONLINES_TYPES and wire is None
     if not jsonlines and ctype not in JSON_TYPES:
-        also = "" if wire else ", or application/jsonlines with one request per line"
-        raise UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json{also}", field="content-type")
+        raise refuse_content_type(ctype, wire)
     mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
     if mode is not None and mode not in MODES:
         raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")

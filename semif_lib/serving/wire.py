@@ -1,7 +1,8 @@
-"""The decision adapter's HTTP wire: content types, body reading and parsing, response and error bodies.
+"""The decision adapter's HTTP wire: content types, body parsing, response and error bodies.
 
 Everything a route needs between the socket and the worker, kept apart from the routes so each
-piece can be read (and tested) without building an app: the body limit and its 413, JSON and
+piece can be read (and tested) without building an app: the content types read and the 415 for
+the others (`bodies` reads the body: its limit, its 413 and its content coding), JSON and
 JSON Lines parsing (a bad line answers for itself, never for the whole body), which wire a body
 speaks (Jev / System One, or OpenAI Decisions: `decision.openai_schema`), the error bodies of each
 wire, and the pydantic models the OpenAPI document is generated from. FastAPI is imported only
@@ -14,7 +15,7 @@ Error bodies, by wire (the status is the same on both, except a validation failu
 - OpenAI: `{"error": {"message", "type", "param", "code"}}`, a validation failure 400.
 
 A `model` the server does not serve is a 404 on both wires (`modelnames`). The message names the
-field and the limit; 413 (size), 415 (media type) and 503 with
+field and the limit; 413 (size), 415 (media type, or content coding: with `Accept-Encoding`) and 503 with
 `Retry-After` (overload) stay what SageMaker and the SDKs rely on.
 """
 
@@ -25,14 +26,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..decision.openai_schema import DecisionsBody, build_decision, is_decisions_body, parse_decisions_request
-from ..decision.schema import DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
-from ..errors import InvalidRequestError, RequestValidationError, SemifError, ServiceBusyError, UnauthorizedError
+from ..decision.schema import TEXT_ONLY, DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
+from ..errors import (
+    InvalidRequestError,
+    RequestValidationError,
+    SemifError,
+    ServiceBusyError,
+    UnauthorizedError,
+    UnsupportedEncodingError,
+    UnsupportedMediaTypeError,
+)
 from ..jsonlines import decode_utf8, iter_records, split_lines
-from ..limits import refuse_limit
 
 __all__ = [
     "CUSTOM_ATTRIBUTES_HEADER",
-    "DISCARD_LIMIT_BYTES",
     "HTTP_ERROR_TYPES",
     "JSONLINES_TYPES",
     "JSON_TYPES",
@@ -57,12 +64,11 @@ __all__ = [
     "parse_jsonlines_body",
     "read_content_type",
     "read_custom_mode",
-    "read_limited_body",
+    "refuse_content_type",
 ]
 
 JSON_TYPES = frozenset({"application/json"})
 JSONLINES_TYPES = frozenset({"application/jsonlines", "application/x-jsonlines", "application/jsonl", "application/x-ndjson"})
-DISCARD_LIMIT_BYTES = 64 << 20  # past the body limit, read and drop this much so the client sees the 413
 THREAD_PARSE_BYTES = 256 << 10  # bodies larger than this are parsed off the event loop
 CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
 HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request", 413: "payload_too_large"}
@@ -148,6 +154,20 @@ def read_content_type(raw: str | None) -> str:
     return (raw or "").split(";", 1)[0].strip().lower()
 
 
+def refuse_content_type(ctype: str, wire: str | None) -> UnsupportedMediaTypeError:
+    """The 415 for a content type an invoke route does not read (`wire` None: `/invocations`, which reads JSON Lines too).
+
+    `multipart/form-data` is how typesafe-sdk sends image assets: its message says so, and why.
+    """
+    also = "" if wire else ", or application/jsonlines with one request per line"
+    if ctype == "multipart/form-data":
+        return UnsupportedMediaTypeError(
+            "content type 'multipart/form-data' is not supported: it carries image assets (typesafe-sdk sends one for a request "
+            f"with assets), and {TEXT_ONLY}; send application/json{also}, with the state as text or JSON",
+            field="content-type")
+    return UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json{also}", field="content-type")
+
+
 def read_custom_mode(header: str | None) -> str | None:
     """`mode=serial` from SageMaker's CustomAttributes header (the query string does not reach the container)."""
     for part in (header or "").split(";"):
@@ -155,30 +175,6 @@ def read_custom_mode(header: str | None) -> str | None:
         if key.strip() == "mode" and value.strip():
             return value.strip()
     return None
-
-
-async def read_limited_body(request: Any, limit: int) -> bytes:
-    """The request body, or 413 as soon as it is known to exceed `limit` bytes.
-
-    The rest of an oversized body is read and dropped (up to `DISCARD_LIMIT_BYTES`) so that the
-    client, still sending, receives the 413 instead of a reset connection.
-    """
-    declared = request.headers.get("content-length", "")
-    too_large = declared.isdigit() and int(declared) > limit
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            too_large = True
-        if too_large:
-            if size > DISCARD_LIMIT_BYTES:
-                break
-            continue
-        chunks.append(chunk)
-    if too_large:
-        raise refuse_limit("max_body_bytes", declared if declared.isdigit() else f"more than {limit}", limit, field="body")
-    return b"".join(chunks)
 
 
 Parsed = tuple[list[DecisionRequest | SemifError], Any, list[DecisionsBody | None]]
@@ -261,6 +257,8 @@ def error_response(exc: SemifError, wire: str = SYSTEMONE) -> Any:
         headers["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, UnauthorizedError):
         headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, UnsupportedEncodingError):  # the codings a retry may use (RFC 9110, 15.5.16)
+        headers["Accept-Encoding"] = ", ".join(exc.accepted)
     status, body = error_body(exc, wire)
     return JSONResponse(body, status_code=status, headers=headers)
 
