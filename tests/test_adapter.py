@@ -1,4 +1,4 @@
-"""The decision adapter as a real process on loopback, driven with httpx.
+"""The decision adapter as a real process on loopback, driven with httpx (and typesafe-sdk, for what it sends).
 
 One server (started with `python -m semif_lib.serving.app serve`, bearer token set) serves this
 module; `test_adapter_lifecycle.py` starts its own for SIGTERM, startup failures and a full queue.
@@ -223,6 +223,154 @@ def test_body_over_six_megabytes_is_413(client):
 @pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded", "application/xml", "multipart/form-data; boundary=x"])
 def test_wrong_content_type_is_415(client, ctype):
     assert_error(client.post("/invocations", content=json.dumps(small_request(0)), headers={"Content-Type": ctype}), 415, "content-type")
+
+
+# ----------------------------------------------------------------- compressed bodies, and parts that are not text
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LONG_STATE = " ".join(f"Ticket line {i}: the parcel arrived broken and the customer wants a refund today." for i in range(60))
+
+
+def sdk_questions() -> dict:
+    from typesafe_sdk import Choice, Noul, Score
+
+    return {"refund": Noul(instructions="Does the customer want money back?"),
+            "team": Choice(instructions="Which team should handle this?", criteria={"Billing": None, "Shipping": None}),
+            "anger": Score(instructions="How frustrated is the customer?", criteria=["Calm", "Frustrated", "Very angry"])}
+
+
+def sdk_client(server, compression=None, spy=None, client_class=None):
+    """typesafe-sdk's client on this server, no retries, every request it sends appended to `spy` (an httpx2 event hook)."""
+    import httpx2
+    from typesafe_sdk import AsyncTypeSafeClient, RetryPolicy, TypeSafeClient
+
+    cls = client_class or TypeSafeClient
+    hooks = {"request": [spy]} if spy is not None else {}
+    http = (httpx2.AsyncClient if cls is AsyncTypeSafeClient else httpx2.Client)(timeout=120, event_hooks=hooks)
+    return cls(api_key=API_KEY, base_url=server.url, http_client=http, retry=RetryPolicy(max_retries=0), compression=compression)
+
+
+def assert_zstd_request(request) -> None:
+    """The SDK really sent the body zstd-compressed, and it decodes to the request with the long state."""
+    from semif_lib.serving.bodies import load_zstd
+
+    assert request.headers["content-encoding"] == "zstd" and request.content[:4] == ZSTD_MAGIC
+    assert len(request.content) < len(LONG_STATE) // 4
+    assert json.loads(load_zstd().decompress(request.content))["state"] == LONG_STATE
+
+
+def sdk_probabilities(response) -> dict:
+    team, anger = response.choices["team"].probabilities, response.scores["anger"].probabilities
+    return {("refund", "true"): response.nouls["refund"].noul, **{("team", k): p for k, p in team.items()},
+            **{("anger", k): p for k, p in anger.items()}}
+
+
+def test_typesafe_sdk_with_zstd_compresses_a_long_state_and_gets_the_answers_it_would_get_uncompressed(server):
+    """typesafe-sdk 0.7.5 with its zstd extra compresses every body of 1 KiB or more: the server decodes it as it streams."""
+    assert len(LONG_STATE.encode()) > 4096
+    sent: list = []
+    with sdk_client(server, spy=sent.append) as sdk:
+        packed = sdk.system_one(state=LONG_STATE, questions=sdk_questions())
+    with sdk_client(server, compression=False, spy=sent.append) as sdk:
+        plain = sdk.system_one(state=LONG_STATE, questions=sdk_questions())
+    compressed, uncompressed = sent
+    assert_zstd_request(compressed)
+    assert "content-encoding" not in uncompressed.headers and json.loads(uncompressed.content)["state"] == LONG_STATE
+    assert packed.choices["team"].choice in {"Billing", "Shipping"} and 0 <= packed.scores["anger"].score <= 2
+    a, b = sdk_probabilities(packed), sdk_probabilities(plain)
+    assert max(abs(a[k] - b[k]) for k in a) <= MAX_ABS_DIFF  # the same request, however it travelled
+
+
+def test_the_async_typesafe_client_compresses_with_zstd_too(server):
+    import asyncio
+
+    from typesafe_sdk import AsyncTypeSafeClient
+
+    sent: list = []
+
+    async def spy(request) -> None:
+        sent.append(request)
+
+    async def ask():
+        async with sdk_client(server, spy=spy, client_class=AsyncTypeSafeClient) as sdk:
+            return await asyncio.gather(*(sdk.system_one(state=LONG_STATE + f" Ticket {i}.", questions=sdk_questions()) for i in range(2)))
+
+    answers = asyncio.run(ask())
+    assert len(sent) == 2 and all(r.headers["content-encoding"] == "zstd" and r.content[:4] == ZSTD_MAGIC for r in sent)
+    assert all(0 <= a.nouls["refund"].noul <= 1 and a.choices["team"].choice in {"Billing", "Shipping"} for a in answers)
+
+
+def test_a_gzip_body_is_answered_and_a_gzip_json_lines_body_line_by_line(client):
+    from support.encodings import compress_body
+
+    request = small_request(21)
+    body = compress_body(json.dumps(request).encode(), "gzip")
+    r = client.post("/v1/systemone", content=body, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    assert r.status_code == 200, r.text
+    assert set(r.json()["answers"]) == set(request["questions"]) and r.json()["id"] == request["id"]
+    box = {**small_request(22), "id": "box", "questions": {"dog": {"type": "box", "instructions": "The dog"}}}
+    lines = compress_body("\n".join(json.dumps(x) for x in (small_request(23), box)).encode(), "gzip")
+    r = client.post("/invocations", content=lines, headers={"Content-Type": "application/jsonlines", "Content-Encoding": "gzip"})
+    good, refused = (json.loads(line) for line in r.text.splitlines())
+    assert r.status_code == 200 and "answers" in good and refused["id"] == "box" and refused["status"] == 400
+    assert read_error(refused)["field"] == "questions.dog" and "reads text only" in read_error(refused)["message"]
+
+
+def test_a_20_kib_zstd_body_that_decodes_past_the_limit_is_a_413_and_costs_no_memory(server, client):
+    """640 MiB of zeros in 20 KiB: refused one byte past SEMIF_MAX_BODY_BYTES (6 MB), the server's memory unmoved."""
+    import psutil
+
+    from support.encodings import MIB, compress_zeros
+
+    bomb = compress_zeros("zstd", 640 * MIB)
+    assert 15_000 < len(bomb) < 25_000
+    process = psutil.Process(server.proc.pid)
+    before = process.memory_info().rss
+    r = client.post("/v1/systemone", content=bomb, headers={"Content-Type": "application/json", "Content-Encoding": "zstd"})
+    grown = process.memory_info().rss - before
+    error = assert_error(r, 413, "body")
+    assert error["message"].startswith("the body decodes (Content-Encoding: zstd) to more than 6291456 bytes; the limit is "
+                                       "6291456 bytes (SEMIF_MAX_BODY_BYTES)")
+    assert grown < 100 * MIB, f"the server grew by {grown / MIB:.0f} MiB"
+    assert client.get("/ping").json()["status"] == "ok"
+
+
+def test_an_unknown_coding_is_a_415_naming_it_and_corrupt_data_a_400(client):
+    from support.encodings import compress_body
+
+    body = json.dumps(small_request(24)).encode()
+    r = client.post("/invocations", content=body, headers={"Content-Type": "application/json", "Content-Encoding": "br"})
+    error = assert_error(r, 415, "content-encoding")
+    assert "'br'" in error["message"] and r.headers["accept-encoding"] == "zstd, gzip"
+    cut = compress_body(body, "zstd")[:-8]
+    r = client.post("/v1/systemone", content=cut, headers={"Content-Type": "application/json", "Content-Encoding": "zstd"})
+    error = assert_error(r, 400, "content-encoding")
+    assert "not valid zstd data" in error["message"]
+
+
+def test_typesafe_sdk_box_questions_and_image_assets_are_refused_naming_the_part(server):
+    """Jev 1.14's Box and images, as typesafe-sdk sends them: a box question, an inline data_base64 asset, and an
+    Image (a multipart/form-data body, zstd-compressed): each a 4xx saying what and why, never answered without it."""
+    import base64
+
+    from typesafe_sdk import Box, Image, Noul, TypeSafeAPIError
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(2048)
+    inline = {"photo": {"type": "image", "format": "png", "data_base64": base64.b64encode(png).decode()}}
+    sent: list = []
+    with sdk_client(server, spy=sent.append) as sdk:
+        with pytest.raises(TypeSafeAPIError) as box:
+            sdk.system_one(state="A photo of a dog.", questions={"dog": Box(instructions="The dog"), "q": Noul(instructions="A dog?")})
+        with pytest.raises(TypeSafeAPIError) as asset:
+            sdk.system_one(state="What is in <photo>?", questions={"q": Noul(instructions="A dog?")}, extra_body={"assets": inline})
+        with pytest.raises(TypeSafeAPIError) as multipart:
+            sdk.system_one(state=Image(png), questions={"q": Noul(instructions="A dog?")})
+    for info, status, field in ((box, 400, "questions.dog"), (asset, 400, "assets.photo"), (multipart, 415, "content-type")):
+        detail = info.value.body["detail"]
+        assert info.value.status == status and detail["field"] == field and "reads text only" in detail["message"], detail
+    assert "box questions" in box.value.body["detail"]["message"]
+    assert "image assets (data_base64)" in asset.value.body["detail"]["message"]
+    assert sent[2].headers["content-type"].startswith("multipart/form-data") and sent[2].headers["content-encoding"] == "zstd"
+    assert "multipart/form-data" in multipart.value.body["detail"]["message"]
 
 
 # ----------------------------------------------------------------- concurrency

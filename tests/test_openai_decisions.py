@@ -110,6 +110,83 @@ def test_images_are_a_400_naming_them_and_validation_is_openai_shaped(client, mo
         client.with_options(api_key="wrong").decisions.create(model=model_id, input="x", questions=QUESTIONS[:1])
 
 
+@pytest.mark.parametrize("part", [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+                                  {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}])
+def test_an_image_part_anywhere_is_a_400_naming_its_path(client, model_id, part):
+    """In a user message, a tool's output or a question's instructions: refused by path, never answered without it."""
+    import openai
+
+    text = {"type": "input_text", "text": "The parcel:"}
+    call = {"type": "function_call", "call_id": "c1", "name": "photo", "arguments": "{}"}
+    asks = [
+        ("input[0].content[1]", [{"role": "user", "content": [text, part]}], QUESTIONS[:1]),
+        ("input[1].output[0]", [call, {"type": "function_call_output", "call_id": "c1", "output": [part]}], QUESTIONS[:1]),
+        ("questions[0].instructions[1]", "The parcel arrived broken.", [{**QUESTIONS[0], "instructions": [text, part]}]),
+    ]
+    for path, given, questions in asks:
+        with pytest.raises(openai.BadRequestError) as info:
+            client.decisions.create(model=model_id, input=given, questions=questions)
+        error = info.value.body
+        assert info.value.status_code == 400 and error["param"] == path and error["type"] == "invalid_request_error", error
+        assert error["message"].startswith(f"{path}: {part['type']} parts are not supported: this engine reads text only")
+
+
+class ZstdTransport:
+    """An httpx2 transport that zstd-compresses every request body on its way out, as a compressing proxy or client would."""
+
+    def __init__(self) -> None:
+        import httpx2
+
+        self.inner = httpx2.HTTPTransport()
+        self.sent: list[tuple[str, int, int]] = []  # (Content-Encoding, bytes sent, bytes before compression)
+
+    def handle_request(self, request):
+        import httpx2
+
+        from semif_lib.serving.bodies import load_zstd
+
+        data = request.read()
+        packed = load_zstd().compress(data)
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() != "content-length"] + [("Content-Encoding", "zstd")]
+        self.sent.append(("zstd", len(packed), len(data)))
+        return self.inner.handle_request(httpx2.Request(request.method, request.url, headers=headers, content=packed,
+                                                        extensions=request.extensions))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_the_openai_sdk_through_a_compressing_transport_gets_its_decision(server, model_id):
+    import httpx2
+    from openai import OpenAI
+
+    transport = ZstdTransport()
+    with OpenAI(base_url=server.url + "/v1", api_key=API_KEY, max_retries=0,
+                http_client=httpx2.Client(transport=transport, timeout=120)) as c:
+        decision = c.decisions.create(model=model_id, input=CONVERSATION, questions=QUESTIONS)
+    check_answers(decision)
+    ((coding, sent, plain),) = transport.sent
+    assert coding == "zstd" and sent < plain
+
+
+def test_compressed_body_refusals_take_openais_shape(server):
+    """A bomb is the 413 naming SEMIF_MAX_BODY_BYTES, an unknown coding the 415 naming it, both as OpenAI errors."""
+    import httpx
+
+    from support.encodings import MIB, compress_zeros
+
+    headers = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=120) as c:
+        bomb = c.post("/v1/decisions", content=compress_zeros("zstd", 64 * MIB), headers={"Content-Encoding": "zstd"})
+        br = c.post("/v1/decisions", content=b'{"input": "x"}', headers={"Content-Encoding": "br"})
+    error = bomb.json()["error"]
+    assert bomb.status_code == 413 and error["param"] == "body" and error["code"] == "payload_too_large"
+    assert "SEMIF_MAX_BODY_BYTES" in error["message"] and "decodes (Content-Encoding: zstd)" in error["message"]
+    error = br.json()["error"]
+    assert br.status_code == 415 and error["param"] == "content-encoding" and "'br'" in error["message"]
+    assert error["type"] == "invalid_request_error" and br.headers["accept-encoding"] == "zstd, gzip"
+
+
 def test_invocations_takes_the_openai_body_too(server, model_id):
     import httpx
 
