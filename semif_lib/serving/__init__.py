@@ -1,8 +1,9 @@
 """The serving wing: the decision path and the text path behind SageMaker's container contract.
 
 `app` (`semif serve`: the app and its CLI), `routes` (its route groups), `bodies` (reading a request body: its limit
-and its content coding, zstd or gzip), `wire` (parsing request bodies, response and error bodies, the OpenAPI models), `worker` (the one thread that owns the engine), `runner` (uvicorn with SageMaker's
-SIGTERM drain), `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC) and
+and its content coding, zstd or gzip), `wire` (parsing request bodies, response and error bodies, the OpenAPI
+models), `worker` (the one thread that owns the engine), `runner` (uvicorn with SageMaker's SIGTERM drain),
+`texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC) and
 `llamabinding` (the container's check that llama-cpp-python fits the DLC's libllama). The DLC's
 `SM_LLAMA_CPP_*` rules are plumbing (`semif_lib.llama_flags`): the replica image runs that file too.
 
