@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         module.register_cli(sub)
     register_workshop_cli(sub)
     register_model_cli(sub)
+    register_dlc_cli(sub)
     return parser
 
 
@@ -134,6 +135,29 @@ def register_model_cli(subparsers: Any) -> None:
     inspect.add_argument("--n-ctx", type=int, dest="n_ctx", help="context the memory estimate assumes (SEMIF_N_CTX)")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(func=command_model_inspect)
+
+
+def command_dlc_check(args: argparse.Namespace) -> int:
+    from .aws.dlc import check_dlc
+
+    overrides = {k: v for k, v in {"dlc_variant": args.variant, "aws_region": args.region}.items() if v}
+    result = check_dlc(load_settings(**overrides), image=args.image, run=args.run)
+    print("\n".join(result.lines()))
+    return 0 if result.binding else 1
+
+
+def register_dlc_cli(subparsers: Any) -> None:
+    """`semif dlc check`: which llama.cpp build the DLC tag carries today, and whether the adapter binds it."""
+    parser = subparsers.add_parser("dlc", help="the AWS llama.cpp DLC: which build its tag carries, before an event")
+    sub = parser.add_subparsers(dest="dlc_command", required=True)
+    check = sub.add_parser("check", help="the tag's digest, date and llama.cpp build, and whether a verified binding exists "
+                                         "(exit 0: it does; 1: none or unknown)")
+    check.add_argument("--variant", choices=("cpu", "cuda", "arm64"), help="override SEMIF_DLC_VARIANT")
+    check.add_argument("--region", help="override SEMIF_AWS_REGION")
+    check.add_argument("--image", help="check this image reference instead of the region's tag (e.g. a local replica); no AWS call")
+    check.add_argument("--run", action="store_true", help="read the build from the image's own llama-server --version (docker or "
+                                                          "podman, logged in to the DLC registry): a reading, not a date's guess")
+    check.set_defaults(func=command_dlc_check)
 
 
 def command_workshop_cleanup(args: argparse.Namespace) -> int:

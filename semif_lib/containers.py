@@ -42,6 +42,7 @@ __all__ = [
     "find_container_runtime",
     "find_llama_server",
     "image_exists",
+    "read_image_build",
     "run_container",
     "run_text_server",
     "start_native_text_server",
@@ -115,6 +116,19 @@ def find_container_runtime(preferred: str | None = None) -> ContainerRuntime | N
 def image_exists(runtime: ContainerRuntime, image: str) -> bool:
     """Whether `image` is in the runtime's local store (nothing is pulled)."""
     return runtime.run("image", "inspect", image, check=False).returncode == 0
+
+
+def read_image_build(runtime: ContainerRuntime, image: str, timeout_s: float = 900) -> int | None:
+    """The llama.cpp build an image carries, from its own `llama-server --version` (pulled first if it is not local).
+
+    What `semif dlc check --run` reads: the DLC labels no build, so the binary is the one source that cannot drift."""
+    done = runtime.run("run", "--rm", "--entrypoint", "llama-server", image, "--version", timeout_s=timeout_s, check=False)
+    build = parse_llama_build(done.stdout + done.stderr)
+    if build is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise ContainerError(f"`{runtime.name} run --entrypoint llama-server {image} --version` printed no llama.cpp build "
+                             f"(exit {done.returncode}): {' | '.join(tail) or 'no output'}")
+    return build
 
 
 def build_image(runtime: ContainerRuntime, dockerfile: Path, tag: str, build_args: Mapping[str, str] | None = None,

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
-           "DlcRelease", "binding_for_build", "pair_for_build", "parse_llama_build", "read_llama_server_build", "release_for_build"]
+           "DlcRelease", "binding_for_build", "pair_for_build", "parse_llama_build", "read_llama_server_build", "release_at",
+           "release_for_build"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,13 @@ RELEASE_BUILDS = {"0.4.1": 10964}
 def release_for_build(build: int) -> DlcRelease | None:
     """The DLC release that shipped `build`, if AWS shipped it."""
     return next((r for r in DLC_RELEASES if r.build == build), None)
+
+
+def release_at(day: str) -> DlcRelease | None:
+    """The newest release this checkout knows that the tags carried by `day` (YYYY-MM-DD): what an image created
+    that day most likely holds. A guess, never a reading: AWS rebuilds a release for security fixes, and a release
+    newer than this table is invisible to it."""
+    return next((r for r in DLC_RELEASES if r.date <= day[:10]), None)
 
 
 @dataclass(frozen=True)

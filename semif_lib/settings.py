@@ -134,6 +134,10 @@ class Settings(BaseSettings):
         None, description="KMS key (id, ARN or alias) for the bucket, its objects and the ECR repository; default SSE-S3 / AES256.")
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field(
         "cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
+    dlc_image: str | None = Field(  # issue 29: AWS moves the DLC's tags to new llama.cpp builds; an event team pins one it checked
+        None, pattern=r"^[a-z0-9.-]+/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$",
+        description="A DLC image pinned by digest (<registry>/<repository>@sha256:<64 hex>, as `semif dlc check` prints it) for "
+                    "both paths; unset: the variant's tag, pinned to its digest when the run first needs it.")
     instance_type: str = Field("ml.c6i.xlarge", description="Real-time endpoint instance (cpu / arm64 variants).")
     gpu_instance_type: str = Field("ml.g6.xlarge", description="Real-time endpoint instance for the cuda variant.")
     arm_instance_type: str = Field("ml.c7g.xlarge", description="Real-time endpoint instance for the arm64 variant (Graviton).")

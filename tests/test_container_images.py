@@ -34,10 +34,12 @@ def decision_container(container_runtime, adapter_image, packaged_model_dir):
 def test_the_binding_check_passes_inside(container_runtime, adapter_image):
     """The startup check on the image's own llama.cpp: build read from llama-server, verified binding, backends loaded."""
     from semif_lib.containers import LLAMA_CPP_BUILD
+    from semif_lib.llamabuilds import binding_for_build
 
     done = container_runtime.run("run", "--rm", adapter_image, "check", check=False, timeout_s=120)
     assert done.returncode == 0, done.stderr
-    assert "binding ok" in done.stderr and f"'build': {LLAMA_CPP_BUILD}" in done.stderr and "'binding': '0.3.35'" in done.stderr
+    assert "binding ok" in done.stderr and f"'build': {LLAMA_CPP_BUILD}" in done.stderr
+    assert f"'binding': '{binding_for_build(LLAMA_CPP_BUILD)}'" in done.stderr
     assert "'devices': 1" in done.stderr and "'lib_dir': '/opt/llama.cpp/bin'" in done.stderr
     # nothing compiled and no second libllama: the binding is the DLC's library's
     done = container_runtime.run("run", "--rm", "--entrypoint", "sh", adapter_image, "-c",
@@ -152,3 +154,15 @@ def test_a_container_that_cannot_start_is_removed(container_runtime, replica_ima
         run_container(container_runtime, replica_image, packaged_model_dir, free_port(), name="semif-cannot-start",
                       extra_args=["--entrypoint", "/no/such/entrypoint"])
     assert container_runtime.run("container", "inspect", "semif-cannot-start", check=False).returncode != 0
+
+
+def test_dlc_check_reads_the_build_from_the_images_own_llama_server(container_runtime, replica_image, capsys):
+    """`semif dlc check --image IMAGE --run`: the drift check's reading, on the replica of today's DLC (no AWS call)."""
+    from semif_lib.cli import main
+    from semif_lib.containers import LLAMA_CPP_BUILD
+    from semif_lib.llamabuilds import binding_for_build
+
+    assert main(["dlc", "check", "--image", replica_image, "--run"]) == 0
+    out = capsys.readouterr().out
+    assert f"build    b{LLAMA_CPP_BUILD}, read from its llama-server --version" in out
+    assert f"binding  llama-cpp-python {binding_for_build(LLAMA_CPP_BUILD)}" in out

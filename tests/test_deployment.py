@@ -98,7 +98,8 @@ def test_text_endpoint_on_the_dlc(state, aws_settings, fake_gguf):
     assert variant["InstanceType"] == "ml.m5.large"
     model = sm.describe_model(ModelName=variant["ModelName"])
     container = model["PrimaryContainer"]
-    assert container["Image"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"
+    assert container["Image"] == state.get("dlc_image_cpu")  # the tag the aws fixture published, pinned to its digest for the run
+    assert container["Image"].startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp@sha256:")
     assert container["ModelDataUrl"] == state.get("model_data_url")
     assert container["Environment"]["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
     role = model["ExecutionRoleArn"]
@@ -125,7 +126,10 @@ def test_cuda_variant_sets_gpu_options(aws, aws_settings, fake_gguf):
     variant = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]
     assert variant["InstanceType"] == "ml.g4dn.xlarge"
     model = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
-    assert model["Image"].endswith("/llama-cpp:server-sagemaker-cuda-v1")
+    images = make_client("ecr", settings).batch_get_image(registryId="763104351884", repositoryName="llama-cpp",
+                                                         imageIds=[{"imageTag": "server-sagemaker-cuda-v1"}])["images"]
+    cuda = images[0]["imageId"]["imageDigest"]
+    assert model["Image"] == f"763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp@{cuda}"  # the cuda tag's digest
     assert model["Environment"]["SM_LLAMA_CPP_N_GPU_LAYERS"] == "999"
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from support.aws import publish_dlc_images
+
 # aws/deep-learning-containers docs/reference/region_availability.md: regions with their own registry account
 OWN_ACCOUNTS = {
     "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-east-2": "975050140332", "ap-south-2": "772153158452",
@@ -88,13 +90,14 @@ def test_text_endpoint_and_build_use_the_regions_registry(aws, aws_settings, fak
     from semif_lib.aws.clients import make_client
 
     settings = _settings(aws_settings, region)
+    digest = publish_dlc_images(make_client("ecr", settings), account)["cpu"]  # published there, under that region's account
     st = workshop.load_state(settings)
     workshop.package_model(fake_gguf, settings=settings, state=st, progress=False)
     name = workshop.deploy_text_model(settings=settings, state=st)
     sm = make_client("sagemaker", settings)
     config = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])
     image = sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])["PrimaryContainer"]["Image"]
-    assert image == f"{account}.dkr.ecr.{region}.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"
+    assert image == f"{account}.dkr.ecr.{region}.amazonaws.com/llama-cpp@{digest}"  # the tag, pinned to its digest for the run
     workshop.build_adapter_image(settings=settings, state=st, log=lambda _: None)
     project = make_client("codebuild", settings).batch_get_projects(names=[st.name("adapter-build")])["projects"][0]
     env = {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}
@@ -122,10 +125,11 @@ def test_unpublished_region_fails_before_anything_is_created(aws, aws_settings, 
 
 
 def test_the_container_docs_cite_the_dlcs_current_build_files():
-    """Issue 22: the DLC's files are Dockerfile.cpu/.gpu/.arm64 at b10433 with Python 3.12 (read in
-    aws/deep-learning-containers, so this checks the docs against the recorded facts, not against AWS)."""
+    """Issue 22: the DLC's files are Dockerfile.cpu/.gpu/.arm64 with Python 3.12; issue 29: the tags carry v0.4.1 = b10964
+    since 2026-09-25, b10433 before (read in aws/deep-learning-containers, so this checks the docs against the recorded
+    facts, not against AWS)."""
     from semif_lib.aws.dlc import DLC_DOCKERFILES, DLC_LLAMA_CPP_REF
-    from semif_lib.serving.llamabinding import DLC_BUILD
+    from semif_lib.llamabuilds import DLC_BUILD
 
     root = Path(__file__).resolve().parents[1]
     readme = (root / "container" / "README.md").read_text()
@@ -135,4 +139,7 @@ def test_the_container_docs_cite_the_dlcs_current_build_files():
     assert DLC_DOCKERFILES["cpu"] in replica and f"b{DLC_BUILD}" in replica and DLC_LLAMA_CPP_REF in readme
     for stale in ("Dockerfile.amzn2023", "b10075"):
         assert stale not in readme and stale not in replica, stale
-    assert "python3.12" in readme and DLC_BUILD == 10433
+    assert "python3.12" in readme and DLC_BUILD == 10964
+    table = (root / "docs" / "containers.md").read_text()
+    assert "| llama.cpp 1.0.0 (v0.4.1), 2026-09-25: **today** | v0.4.1 = b10964 | 0.3.36" in table
+    assert "| llama.cpp 1.0.0 (b10433), 2026-08-21 | b10433 | 0.3.35" in table

@@ -7,9 +7,33 @@ repository), so BatchGetImage with that registry id answers as the DLC registry 
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 DLC = "763104351884"
+
+
+@contextlib.contextmanager
+def denied_on_the_dlc(tmp_path, action: str):
+    """Every AWS call this test makes is decided by an identity policy (evaluated on moto by tests/support/aws_identity.py)
+    that allows everything but `action` on the DLC registry's repositories: a narrow role or an SCP, as AWS answers it."""
+    from semif_lib.aws import clients
+
+    from support.aws import SESSION_HOOKS
+    from support.aws_identity import IdentityEnforcer
+
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "*", "Resource": "*"},
+        {"Effect": "Deny", "Action": action, "Resource": f"arn:aws:ecr:*:{DLC}:repository/*"}]}
+    enforcer = IdentityEnforcer("arn:aws:iam::123456789012:role/event-team", "arn:aws:sts::123456789012:assumed-role/event-team/s",
+                                [policy], tmp_path / "calls.jsonl")
+    SESSION_HOOKS.append(enforcer.register)
+    clients.reset_sessions()
+    try:
+        yield
+    finally:
+        SESSION_HOOKS.remove(enforcer.register)
+        clients.reset_sessions()
 
 
 def _push(ecr, config_digest: str) -> str:
@@ -26,8 +50,7 @@ def test_both_paths_run_the_digest_the_tag_named_when_the_run_began(state, aws_s
     from semif_lib.aws.clients import make_client
     from semif_lib.aws.imagebuild import adapter_image_tag, build_source_zip
 
-    ecr = make_client("ecr", aws_settings)
-    ecr.create_repository(repositoryName="llama-cpp", registryId=DLC)
+    ecr = make_client("ecr", aws_settings)  # the aws fixture publishes the DLC's repositories, as AWS does
     first = _push(ecr, "sha256:" + "1" * 64)
     workshop.package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
     name = workshop.deploy_text_model(settings=aws_settings, state=state)
@@ -45,12 +68,86 @@ def test_both_paths_run_the_digest_the_tag_named_when_the_run_began(state, aws_s
     assert adapter_image_tag("cpu", "s", pinned) != adapter_image_tag("cpu", "s", pinned.replace(first, moved))
 
 
-def test_an_unreadable_tag_is_said_and_kept_for_both_steps(state, aws_settings):
-    """No DLC repository to read (here: moto has none; on AWS: ecr:BatchGetImage denied): a warning, and the tag recorded."""
+def test_a_region_where_the_image_is_not_published_stops_instead_of_floating(state, aws_settings):
+    """eu-west-1 has the DLC registry's account but (on this moto) no llama-cpp image: the run stops naming the region
+    and what to do, instead of recording a floating tag CreateModel or CodeBuild would fail on later."""
+    import pytest
+
+    from semif_lib.aws.dlc import DlcRegionError, pin_dlc_image
+
+    settings = aws_settings.model_copy(update={"aws_region": "eu-west-1"})
+    with pytest.raises(DlcRegionError, match=r"llama-cpp:server-sagemaker-cpu-v1 is not published in region eu-west-1 "
+                                             r"\(RepositoryNotFoundException\).*SEMIF_DLC_IMAGE"):
+        pin_dlc_image(settings, state, print)
+    assert state.get("dlc_image_cpu") is None
+
+
+def test_a_denied_manifest_read_is_said_and_the_tag_kept_for_both_steps(state, aws_settings, tmp_path):
+    """ecr:BatchGetImage denied by policy (an SCP or a narrow role, here an identity policy evaluated on moto): one warning
+    naming the fix, and the tag recorded once for both steps."""
     from semif_lib.aws.dlc import pin_dlc_image
 
     lines: list[str] = []
-    uri = pin_dlc_image(aws_settings, state, lines.append)
+    with denied_on_the_dlc(tmp_path, "ecr:BatchGetImage"):
+        uri = pin_dlc_image(aws_settings, state, lines.append)
     assert uri == f"{DLC}.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"
-    assert len(lines) == 1 and lines[0].startswith(f"warning: cannot pin {uri} to a digest")
+    assert len(lines) == 1 and lines[0].startswith(f"warning: cannot pin {uri} to a digest (AccessDeniedException)")
+    assert "SEMIF_DLC_IMAGE" in lines[0]
     assert pin_dlc_image(aws_settings, state, lines.append) == uri and len(lines) == 1, "said once, then read from the state"
+
+
+def test_an_event_teams_pinned_digest_is_used_as_given(state, aws_settings):
+    """SEMIF_DLC_IMAGE: the digest `semif dlc check` printed; no registry read, and both steps take it."""
+    import pytest
+    from pydantic import ValidationError
+
+    from semif_lib.aws.dlc import pin_dlc_image
+
+    pinned = f"{DLC}.dkr.ecr.us-east-1.amazonaws.com/llama-cpp@sha256:" + "a" * 64
+    settings = aws_settings.model_copy(update={"dlc_image": pinned, "aws_region": "eu-west-1"})  # not even a published region
+    assert pin_dlc_image(settings, state, print) == pinned == state.get("dlc_image_cpu")
+    from semif_lib.settings import Settings
+
+    with pytest.raises(ValidationError, match="dlc_image"):
+        Settings(dlc_image=f"{DLC}.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1")  # a tag is not a pin
+
+
+def test_dlc_check_reads_the_digest_and_says_what_it_cannot_know(aws, aws_settings, tmp_path):
+    """The tag's digest is read; the image config is not (ecr:GetDownloadUrlForLayer denied here; moto does not implement
+    it, so the date path itself is checked only on a real account), so the build is unknown and said so, with the
+    command that reads it, and no pin is offered."""
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.dlc import check_dlc
+
+    images = make_client("ecr", aws_settings).batch_get_image(registryId=DLC, repositoryName="llama-cpp",
+                                                            imageIds=[{"imageTag": "server-sagemaker-cpu-v1"}])["images"]
+    digest = images[0]["imageId"]["imageDigest"]
+    with denied_on_the_dlc(tmp_path, "ecr:GetDownloadUrlForLayer"):
+        result = check_dlc(aws_settings)
+    assert result.pinned == f"{DLC}.dkr.ecr.us-east-1.amazonaws.com/llama-cpp@{digest}"
+    assert result.build is None and result.binding is None
+    text = "\n".join(result.lines())
+    assert "build    unknown: run `semif dlc check --run`" in text and "creation date could not be read" in text
+    assert "v0.4.1 = b10964 from 2026-09-25, b10433 = b10433 from 2026-08-21" in text
+
+
+def test_dlc_check_infers_a_release_from_the_date_and_names_the_binding():
+    """What the lines say for a date after each move, for an unverified build, and for a reading."""
+    from semif_lib.aws.dlc import DlcCheck
+    from semif_lib.llamabuilds import release_at
+
+    assert release_at("2026-10-02T11:00:00") .build == 10964 and release_at("2026-09-01").build == 10433
+    assert release_at("2026-08-01") is None
+    inferred = "\n".join(DlcCheck("img:tag", "img@sha256:1", "2026-10-02T11:00:00", 10964, False, "0.3.36").lines())
+    assert "b10964 (v0.4.1, the DLC's release of 2026-09-25), inferred from its date only" in inferred
+    assert "binding  llama-cpp-python 0.3.36" in inferred and "pin it   SEMIF_DLC_IMAGE=img@sha256:1" in inferred
+    unknown = "\n".join(DlcCheck("img:tag", "img@sha256:2", None, 11200, True, None).lines())
+    assert "b11200, read from its llama-server --version" in unknown and "none verified for b11200" in unknown
+    assert "pin it" not in unknown and "SEMIF_ADAPTER_IMAGE_URI" in unknown
+
+
+def test_semif_dlc_check_on_a_region_without_the_image_is_one_line(aws, capsys):
+    from semif_lib.cli import main
+
+    assert main(["dlc", "check", "--region", "eu-west-1"]) == 2
+    assert "is not published in region eu-west-1" in capsys.readouterr().err

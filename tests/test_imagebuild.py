@@ -45,7 +45,8 @@ def test_codebuild_flow(state, aws_settings):
     bucket, _, key = project["source"]["location"].partition("/")
     assert make_client("s3", aws_settings).head_object(Bucket=bucket, Key=key)["ServerSideEncryption"] == "AES256"
     env = {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}
-    assert env["BASE_IMAGE"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1"
+    assert env["BASE_IMAGE"] == state.get("dlc_image_cpu")  # the published tag, pinned to its digest for the run
+    assert env["BASE_IMAGE"].startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp@sha256:")
     assert env["DLC_REGISTRY"] == "763104351884.dkr.ecr.us-east-1.amazonaws.com"
     assert env["IMAGE_REPO_URI"] == repo["repositoryUri"]
 
@@ -109,9 +110,10 @@ def test_a_failed_build_prints_the_last_lines_of_its_log(state, aws_settings):
 def test_unchanged_source_is_not_rebuilt(state, aws_settings):
     from semif_lib.aws import imagebuild
     from semif_lib.aws.clients import make_client
+    from semif_lib.aws.dlc import pin_dlc_image
 
     _, sha = imagebuild.build_source_zip()
-    tag = imagebuild.adapter_image_tag("cpu", sha, "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp:server-sagemaker-cpu-v1")
+    tag = imagebuild.adapter_image_tag("cpu", sha, pin_dlc_image(aws_settings, state))  # the digest the run builds FROM
     repo = imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
     manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
                            "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1,
@@ -121,7 +123,7 @@ def test_unchanged_source_is_not_rebuilt(state, aws_settings):
     lines: list[str] = []
     uri = imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lines.append)
     assert uri == f"{repo['repositoryUri']}:{tag}"
-    assert lines[-1] == f"{uri} already built from this source: no build needed"  # after the warning: moto has no DLC to pin
+    assert lines == [f"{uri} already built from this source: no build needed"]
     assert not make_client("codebuild", aws_settings).list_projects()["projects"]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from support.aws import make_fake_gguf
+from support.aws import make_fake_gguf, own_repositories, publish_dlc_images
 from support.notebooks import BROWSER_NOTEBOOKS, SMALL_PARAMETERS, browser_runs_notebooks
 from support.servers import free_port
 
@@ -266,6 +266,10 @@ def moto_env(tmp_path):
                      SEMIF_STATE_FILE=str(folder / ".semif" / "workshop_state.json"), SEMIF_MODEL_PATH=str(gguf),
                      SEMIF_INSTANCE_TYPE="ml.m5.large", SEMIF_TRANSFORM_INSTANCE_TYPE="ml.m5.large",
                      SEMIF_GPU_INSTANCE_TYPE="ml.g4dn.xlarge")
+    import boto3
+
+    publish_dlc_images(boto3.client("ecr", region_name=REGION, endpoint_url=url, aws_access_key_id="testing",
+                                    aws_secret_access_key="testing", aws_session_token="testing"))
     try:
         yield env
     finally:
@@ -334,7 +338,7 @@ def _leftovers(env: dict[str, str]) -> list[str]:
     left += [f"endpoint-config {c['EndpointConfigName']}" for c in sm.list_endpoint_configs()["EndpointConfigs"]]
     left += [f"endpoint {e['EndpointName']}" for e in sm.list_endpoints()["Endpoints"]]
     left += [f"bucket {b['Name']}" for b in aws.make_client("s3", settings).list_buckets()["Buckets"]]
-    left += [f"ecr {r['repositoryName']}" for r in aws.make_client("ecr", settings).describe_repositories()["repositories"]]
+    left += [f"ecr {r['repositoryName']}" for r in own_repositories(aws.make_client("ecr", settings))]
     left += [f"codebuild {p}" for p in aws.make_client("codebuild", settings).list_projects()["projects"]]
     left += [f"role {r['RoleName']}" for r in aws.make_client("iam", settings).list_roles()["Roles"] if RUN_ID in r["RoleName"]]
     aas = aws.make_client("application-autoscaling", settings)

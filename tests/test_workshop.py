@@ -7,6 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from support.aws import own_repositories, publish_dlc_images
+
 
 def _run_every_aws_step(settings, st, gguf, tmp_path):
     from semif_lib import workshop
@@ -36,7 +38,7 @@ def _tagged_leftovers(settings, run_id: str) -> list[str]:
                 left.append(f"{kind} {item[arn]}")
     s3 = make_client("s3", settings)
     left += [f"bucket {b['Name']}" for b in s3.list_buckets()["Buckets"]]
-    left += [f"ecr {r['repositoryName']}" for r in make_client("ecr", settings).describe_repositories()["repositories"]]
+    left += [f"ecr {r['repositoryName']}" for r in own_repositories(make_client("ecr", settings))]
     left += [f"codebuild {p}" for p in make_client("codebuild", settings).list_projects()["projects"]]
     iam = make_client("iam", settings)
     left += [f"role {r['RoleName']}" for r in iam.list_roles()["Roles"] if run_id in r["RoleName"]]
@@ -136,6 +138,9 @@ def test_the_aws_path_through_a_moto_server(aws_credentials, tmp_path, fake_gguf
         host, port = server.get_host_and_port()
         settings = Settings(target="aws", aws_region="us-east-1", aws_endpoint_url=f"http://{host}:{port}",
                             state_file=tmp_path / "state.json", instance_type="ml.m5.large", run_id="srv001")
+        from semif_lib.aws.clients import make_client
+
+        publish_dlc_images(make_client("ecr", settings))
         st = load_state(settings)
         info = package_model(fake_gguf, settings=settings, state=st, progress=False)
         assert info["uploaded"]

@@ -9,6 +9,7 @@ early, with its name, before anything is created.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 from ..registry import WorkshopState
@@ -21,10 +22,13 @@ __all__ = [
     "GPU_INFERENCE_AMI",
     "CUDA_TRANSFORM_VERIFIED",
     "GPU_TRANSFORM_AMI",
+    "DlcCheck",
     "DlcRegionError",
+    "check_dlc",
     "dlc_account",
     "dlc_registry",
     "pin_dlc_image",
+    "read_dlc_digest",
     "require_dlc_region",
     "resolve_dlc_image_uri",
 ]
@@ -65,7 +69,8 @@ DLC_ACCOUNTS = {
     "cn-northwest-1": "727897471807",
 }
 # The DLC's build files (aws/deep-learning-containers at e0ecedea, 2026-08-21, the v1.0.0 release, read with the
-# search tools): one Dockerfile per variant, stage llama-cpp-sagemaker, llama.cpp b10433 (LLAMA_CPP_REF below),
+# search tools): one Dockerfile per variant, stage llama-cpp-sagemaker, then llama.cpp b10433 (LLAMA_CPP_REF below; the
+# tags carry v0.4.1 = b10964 since 2026-09-25: llamabuilds.DLC_RELEASES),
 # Python 3.12 on Amazon Linux 2023 (CUDA 13.0.2 on cuda). container/README.md and the replica cite these.
 DLC_DOCKERFILES = {"cpu": "docker/llama_cpp/Dockerfile.cpu", "cuda": "docker/llama_cpp/Dockerfile.gpu",
                    "arm64": "docker/llama_cpp/Dockerfile.arm64"}
@@ -135,28 +140,154 @@ MANIFEST_TYPES = ["application/vnd.docker.distribution.manifest.v2+json", "appli
 def pin_dlc_image(settings: Settings, state: WorkshopState, log: Callable[[str], None] = print) -> str:
     """The DLC image both paths of this run use: `<registry>/<repository>@sha256:<digest>`, resolved once and recorded.
 
-    The SageMaker tags (`server-sagemaker-cpu-v1`) float: AWS moves them to newer llama.cpp builds. The text
-    endpoint (02) and the adapter image's base (03) both take the digest recorded here, so a tag moved between
-    the two steps cannot give them different builds; the adapter's binding is then chosen from the build that
-    image reports (`llama-server --version`, `serving.llamabinding`). Where the digest cannot be read
-    (ecr:BatchGetImage denied on the DLC registry) the tag is recorded instead, with a warning line.
+    The SageMaker tags (`server-sagemaker-cpu-v1`) float: AWS moves them to newer llama.cpp builds (b10433 -> v0.4.1 on
+    2026-09-25). The text endpoint (02) and the adapter image's base (03) both take the digest recorded here, so a tag
+    moved between the two steps cannot give them different builds; the adapter's binding is then chosen from the build
+    that image reports (`llama-server --version`, `serving.llamabinding`). `SEMIF_DLC_IMAGE` (a digest an event team
+    checked with `semif dlc check`) is used as given. A region where the image is not published stops here, naming it;
+    where the digest cannot be read (ecr:BatchGetImage denied) the tag is recorded instead, with a warning line.
     """
     key = f"dlc_image_{settings.dlc_variant}"
     if state.get(key):
         return str(state.get(key))
+    if settings.dlc_image:
+        return str(state.set(key, settings.dlc_image))
+    digest, why = read_dlc_digest(settings, settings.dlc_variant)
     region = get_region(settings)
-    repository, tag = DLC_IMAGES[settings.dlc_variant]
+    repository, _ = DLC_IMAGES[settings.dlc_variant]
+    if digest:
+        return str(state.set(key, f"{dlc_registry(region)}/{repository}@{digest}"))
+    floating = resolve_dlc_image_uri(region, settings.dlc_variant)
+    log(f"warning: cannot pin {floating} to a digest ({why}): the text endpoint and the adapter use the floating tag, "
+        "so a tag AWS moves between notebooks 02 and 03 gives them different llama.cpp builds (allow ecr:BatchGetImage on the DLC, "
+        "or set SEMIF_DLC_IMAGE to a digest `semif dlc check` printed)")
+    return str(state.set(key, floating))
+
+
+def read_dlc_digest(settings: Settings, variant: str) -> tuple[str | None, str]:
+    """(digest of the variant's tag, "") from the DLC registry's manifest; (None, why) when it is denied.
+
+    A repository or tag the registry does not have is a `DlcRegionError`: the image is not published in this region,
+    and a floating tag would only fail later, at CreateModel or in CodeBuild's pull."""
+    region = get_region(settings)
+    repository, tag = DLC_IMAGES[variant]
     try:
         answer = make_client("ecr", settings, max_attempts=2).batch_get_image(
             registryId=dlc_account(region), repositoryName=repository, imageIds=[{"imageTag": tag}], acceptedMediaTypes=MANIFEST_TYPES)
-        images, why = answer.get("images", []), "; ".join(f.get("failureReason", "") for f in answer.get("failures", []))
     except Exception as exc:  # botocore ClientError, imported lazily
-        if error_code(exc) not in DENIED_CODES and not is_not_found(exc):
+        if is_not_found(exc):
+            raise not_published(region, repository, tag, error_code(exc)) from exc
+        if error_code(exc) not in DENIED_CODES:
             raise
-        images, why = [], error_code(exc)
-    if images:
-        return str(state.set(key, f"{dlc_registry(region)}/{repository}@{images[0]['imageId']['imageDigest']}"))
-    floating = resolve_dlc_image_uri(region, settings.dlc_variant)
-    log(f"warning: cannot pin {floating} to a digest ({why or 'no image'}): the text endpoint and the adapter use the floating tag, "
-        "so a tag AWS moves between notebooks 02 and 03 gives them different llama.cpp builds (allow ecr:BatchGetImage on the DLC)")
-    return str(state.set(key, floating))
+        return None, error_code(exc)
+    if answer.get("images"):
+        return str(answer["images"][0]["imageId"]["imageDigest"]), ""
+    raise not_published(region, repository, tag, "; ".join(f.get("failureCode", "") for f in answer.get("failures", [])) or "no image")
+
+
+def not_published(region: str, repository: str, tag: str, why: str) -> DlcRegionError:
+    return DlcRegionError(f"the AWS llama.cpp DLC image {repository}:{tag} is not published in region {region} ({why}): choose a region "
+                          "where it is (SEMIF_AWS_REGION), or set SEMIF_DLC_IMAGE to a DLC image pinned by digest that you can pull")
+
+
+@dataclass(frozen=True)
+class DlcCheck:
+    """What `semif dlc check` found about the image a run would build on."""
+
+    image: str  # the tag (or the image given)
+    pinned: str | None  # <registry>/<repository>@sha256:... where the digest was read
+    created: str | None  # the image config's `created`, where it could be read
+    build: int | None  # read from the image's llama-server (`--run`) or inferred from `created`
+    read: bool  # True: `build` was read from the binary; False: inferred, or unknown
+    binding: str | None  # the verified llama-cpp-python for `build`, None where there is none
+    notes: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        from ..llamabuilds import DLC_RELEASES, VERIFIED_BINDINGS, release_for_build
+
+        release = release_for_build(self.build) if self.build is not None else None
+        shown = f"b{self.build}" + (f" ({release.name}, the DLC's release of {release.date})" if release else "")
+        out = [f"image    {self.image}"]
+        out += [f"digest   {self.pinned}"] if self.pinned else []
+        out += [f"created  {self.created}"] if self.created else []
+        if self.build is None:
+            out.append("build    unknown: run `semif dlc check --run` where docker or podman can pull the image (llama-server --version)")
+        else:
+            out.append(f"build    {shown}, {'read from its llama-server --version' if self.read else 'inferred from its date only'}")
+        known = ", ".join(f"b{p.builds.start}-b{p.builds.stop - 1} -> {p.binding}" for p in VERIFIED_BINDINGS)
+        if self.binding:
+            out.append(f"binding  llama-cpp-python {self.binding}: notebook 03's adapter image builds on it")
+        elif self.build is not None:
+            out.append(f"binding  none verified for b{self.build} (verified: {known}): notebook 03's image build will stop; pin a "
+                       f"digest of a known build with SEMIF_DLC_IMAGE, or bring a prebuilt adapter (SEMIF_ADAPTER_IMAGE_URI)")
+        out += [f"note     {n}" for n in self.notes]
+        if self.pinned and self.binding:
+            out.append(f"pin it   SEMIF_DLC_IMAGE={self.pinned}")
+        out.append(f"known    {', '.join(f'{r.name} = b{r.build} from {r.date}' for r in DLC_RELEASES)} (AWS's changelog)")
+        return out
+
+
+def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -> DlcCheck:
+    """Which llama.cpp build the DLC image of this region and variant carries, and whether the adapter binds it.
+
+    For event teams, before attendees arrive: the tag's digest from the registry (ecr:BatchGetImage, the pull right
+    every account has on the DLC), the image's creation date from its config where ecr:GetDownloadUrlForLayer allows,
+    and, with `run`, the build its own llama-server prints (docker or podman, logged in to the DLC registry). `image`
+    (any reference, e.g. a local replica) skips the registry."""
+    from ..containers import find_container_runtime, read_image_build
+    from ..llamabuilds import BindingMismatchError, binding_for_build, release_at
+
+    notes: list[str] = []
+    pinned = created = None
+    if image is None:
+        image = settings.dlc_image or resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
+        if settings.dlc_image:
+            pinned = settings.dlc_image
+            notes.append("SEMIF_DLC_IMAGE is set: the run uses this digest, not the tag")
+        else:
+            digest, why = read_dlc_digest(settings, settings.dlc_variant)
+            pinned = f"{image.rsplit(':', 1)[0]}@{digest}" if digest else None
+            notes += [] if digest else [f"the digest could not be read ({why})"]
+        if pinned:
+            created, why = read_dlc_created(settings, pinned)
+            notes += [why] if why else []
+    build, read = None, False
+    if run:
+        runtime = find_container_runtime()
+        if runtime is None:
+            notes.append("--run: no docker or podman here")
+        else:
+            build, read = read_image_build(runtime, pinned or image), True
+    if build is None and created:
+        release = release_at(created)
+        build = release.build if release else None
+    try:
+        binding = binding_for_build(build) if build is not None else None
+    except BindingMismatchError:
+        binding = None
+    return DlcCheck(image, pinned, created, build, read, binding, tuple(notes))
+
+
+def read_dlc_created(settings: Settings, pinned: str) -> tuple[str | None, str]:
+    """(the image config's `created`, "") for a pinned DLC image; (None, why) where the config cannot be read."""
+    import json
+    import urllib.request
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    registry, _, rest = pinned.partition("/")
+    repository, _, digest = rest.partition("@")
+    ecr = make_client("ecr", settings, max_attempts=2)
+    try:
+        manifest = json.loads(ecr.batch_get_image(registryId=registry.split(".")[0], repositoryName=repository,
+                                                  imageIds=[{"imageDigest": digest}], acceptedMediaTypes=MANIFEST_TYPES)
+                              ["images"][0]["imageManifest"])
+        if "manifests" in manifest:  # an image index: the amd64/arm64 entry is enough for a date
+            return None, "the tag names an image index; its per-platform configs are not read here"
+        url = ecr.get_download_url_for_layer(registryId=registry.split(".")[0], repositoryName=repository,
+                                             layerDigest=manifest["config"]["digest"])["downloadUrl"]
+        with urllib.request.urlopen(url, timeout=30) as answer:  # an https URL ECR just signed
+            config = json.loads(answer.read(1 << 20))
+    except (ClientError, BotoCoreError, OSError, KeyError, IndexError, ValueError) as exc:  # said, not fatal: the date is a hint
+        return None, f"the image's creation date could not be read ({error_code(exc) or type(exc).__name__})"
+    return str(config.get("created", ""))[:19] or None, ""

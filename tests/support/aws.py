@@ -19,6 +19,38 @@ from pathlib import Path
 from typing import Any, Callable
 
 REGION = "us-east-1"
+DLC_ACCOUNT = "763104351884"  # the DLC registry of us-east-1 (semif_lib.aws.dlc.DLC_ACCOUNTS)
+
+
+def publish_dlc_images(ecr: Any, account: str = DLC_ACCOUNT) -> dict[str, str]:
+    """What AWS publishes in the region: the DLC's repositories under its registry account, each SageMaker tag on an image.
+
+    moto keeps `registryId` on a repository, so BatchGetImage with the DLC's registry id answers as AWS does; a run
+    stops where the image is not published (`dlc.read_dlc_digest`), so every AWS test needs these, as every account
+    sees them. Returns variant -> digest."""
+    import hashlib
+    import json
+
+    from semif_lib.aws.dlc import DLC_IMAGES
+
+    digests = {}
+    for variant, (repository, tag) in DLC_IMAGES.items():
+        if repository not in [r["repositoryName"] for r in ecr.describe_repositories(registryId=account)["repositories"]]:
+            ecr.create_repository(repositoryName=repository, registryId=account)
+        config = "sha256:" + hashlib.sha256(f"{repository}:{tag}".encode()).hexdigest()
+        manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                               "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": config},
+                               "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 1, "digest": config}]})
+        digests[variant] = ecr.put_image(registryId=account, repositoryName=repository, imageManifest=manifest,
+                                         imageTag=tag)["image"]["imageId"]["imageDigest"]
+    return digests
+
+
+def own_repositories(ecr: Any) -> list[dict[str, Any]]:
+    """The account's own ECR repositories: AWS's DescribeRepositories answers for the caller's registry, moto's for all."""
+    from semif_lib.aws.dlc import DLC_ACCOUNTS
+
+    return [r for r in ecr.describe_repositories()["repositories"] if r["registryId"] not in DLC_ACCOUNTS.values()]
 
 
 def make_fake_gguf(path: Path, size: int = 64 << 10, shards: int = 1, arch: str | None = None,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support.aws import REGION, make_fake_gguf, patch_sessions
+from support.aws import REGION, make_fake_gguf, patch_sessions, publish_dlc_images
 
 
 @pytest.fixture
@@ -38,6 +38,9 @@ def aws(aws_credentials):
     from moto import mock_aws
 
     with mock_aws():
+        import boto3
+
+        publish_dlc_images(boto3.client("ecr", region_name=REGION))
         yield
 
 
