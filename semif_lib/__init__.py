@@ -8,7 +8,7 @@ The house has four wings with one-way doors (see the README's repository map):
 * `measurement/`: benchmarks, evaluation, calibration fitting and plots;
 
 on plumbing they all share (`settings`, `errors`, `modelfile`, `jsonlines`, `processes`,
-`arguments`, `llama_flags`, `containers`), under a top floor that only the notebooks and the shell use (`workshop`,
+`arguments`, `llama_flags`, `llamabuilds`, `containers`), under a top floor that only the notebooks and the shell use (`workshop`,
 `notebook`, `cli`).
 
 Importing the package is cheap: llama_cpp, boto3 and the SageMaker SDK load only when a

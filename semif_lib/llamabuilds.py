@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
-           "DlcRelease", "binding_for_build", "pair_for_build", "parse_llama_build", "read_llama_server_build", "release_at",
-           "release_for_build"]
+           "DlcRelease", "binding_for_build", "pair_for_build", "parse_llama_build", "read_library_build", "read_llama_server_build",
+           "release_at", "release_for_build"]
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,19 @@ def read_llama_server_build(binary: Path) -> int | None:
     env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
     done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=env)
     return parse_llama_build(done.stdout + done.stderr)
+
+
+def read_library_build(directory: Path) -> int | None:
+    """The llama.cpp build of a library dir: `LLAMA_CPP_BUILD`, a BUILD_NUMBER file, or its llama-server.
+
+    The DLC ships no BUILD_NUMBER, but its /opt/llama.cpp/bin holds llama-server, whose `--version`
+    prints the build (`version: 10433 (...)`): that is what the image build and the startup check read.
+    """
+    value = os.environ.get("LLAMA_CPP_BUILD")
+    if not value and (directory / "BUILD_NUMBER").is_file():
+        value = (directory / "BUILD_NUMBER").read_text().strip()
+    if value:
+        return int(value.lstrip("b"))
+    if (directory / "llama-server").is_file():
+        return read_llama_server_build(directory / "llama-server")
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -64,6 +65,10 @@ def describe_machine(settings: Any) -> dict[str, Any]:
         pass
     from importlib import metadata
 
+    from ..llamabuilds import read_library_build
+
+    lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")  # set: the engine runs on that llama.cpp build, as the adapter image does
+    library = f"b{read_library_build(Path(lib_dir))} ({lib_dir})" if lib_dir else "llama-cpp-python's bundled build"
     return {
         "cpu": cpu,
         "threads": settings.threads,
@@ -71,6 +76,7 @@ def describe_machine(settings: Any) -> dict[str, Any]:
         "n_ubatch": settings.n_ubatch,
         "python": platform.python_version(),
         "llama_cpp_python": metadata.version("llama-cpp-python"),
+        "llama_cpp": library,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -40,7 +40,7 @@ from ..llamabuilds import (
     BindingPair,
     binding_for_build,
     pair_for_build,
-    read_llama_server_build,
+    read_library_build,
 )
 
 __all__ = ["BINDING_VERSION", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
@@ -55,22 +55,6 @@ def lib_dir() -> Path | None:
     if configured:
         return Path(configured)
     return DLC_LIB_DIR if DLC_LIB_DIR.is_dir() else None
-
-
-def read_library_build(directory: Path) -> int | None:
-    """The llama.cpp build of a library dir: `LLAMA_CPP_BUILD`, a BUILD_NUMBER file, or its llama-server.
-
-    The DLC ships no BUILD_NUMBER, but its /opt/llama.cpp/bin holds llama-server, whose `--version`
-    prints the build (`version: 10433 (...)`): that is what the image build and the startup check read.
-    """
-    value = os.environ.get("LLAMA_CPP_BUILD")
-    if not value and (directory / "BUILD_NUMBER").is_file():
-        value = (directory / "BUILD_NUMBER").read_text().strip()
-    if value:
-        return int(value.lstrip("b"))
-    if (directory / "llama-server").is_file():
-        return read_llama_server_build(directory / "llama-server")
-    return None
 
 
 def binding_version() -> str:
