@@ -76,6 +76,22 @@ def test_invocations_equal_the_in_process_engine(decision_container, engine, exa
     assert [r["id"] for r in records] == [r["id"] for r in example_requests]
 
 
+def test_a_zstd_body_is_decoded_inside_the_image(decision_container, example_requests):
+    """typesafe-sdk zstd-compresses bodies of 1 KiB or more: the image's own Python has the decoder (container/requirements.txt)."""
+    from semif_lib.serving.bodies import load_zstd
+
+    zstd = load_zstd()
+    request = dict(example_requests[0], state=example_requests[0]["state"] + " " + "Background, repeated for size. " * 60)
+    body = json.dumps(request).encode()
+    assert len(body) > 1024
+    url = decision_container.base_url + "/invocations"
+    plain = httpx.post(url, content=body, headers={"Content-Type": "application/json"}, timeout=120)
+    packed = httpx.post(url, content=zstd.compress(body), headers={"Content-Type": "application/json", "Content-Encoding": "zstd"},
+                        timeout=120)
+    assert plain.status_code == packed.status_code == 200, packed.text
+    assert flatten_wire_probabilities(packed.json()) == flatten_wire_probabilities(plain.json())
+
+
 def test_bad_request_is_a_4xx_naming_the_field(decision_container):
     bad = httpx.post(decision_container.base_url + "/invocations", json={"state": "s", "questions": {"q": {"type": "choice"}}}, timeout=30)
     assert 400 <= bad.status_code < 500 and bad.headers["content-type"].startswith("application/json")
