@@ -1,8 +1,9 @@
-"""`semif` command line: score decisions, and the subcommands each wing registers.
+"""`semif` command line: score decisions, and the subcommands of every wing.
 
-The top floor: it imports every wing's `register_cli(subparsers)` (`semif serve`, `serve-text`,
-`bench`, `eval`, `workshop`), and no wing imports it; the flags they share live in `arguments`.
-Heavy imports happen only inside the command that needs them, so `semif --help` stays fast.
+The top floor: it adds the wings' parsers from their light `cli` modules (`serving.cli`: `semif serve`,
+`serve-text`; `measurement.cli`: `bench`, `eval`, `eval-compare`, `sets`), and no wing imports it; the
+flags they share live in `arguments`. A command's module is imported only when that command runs, so
+`semif --help` loads no wing's logic (`tests/test_architecture.py` holds it to that).
 """
 
 from __future__ import annotations
@@ -107,15 +108,29 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--output", type=Path, help="write responses as JSON Lines instead of printing a table")
     add_engine_arguments(score)
     score.set_defaults(func=command_score)
-    from .measurement import bench, evaluation, prediction_sets
-    from .serving import app, texttwin
+    from .measurement.cli import register_bench_cli, register_quality_cli
+    from .serving.cli import add_serve_parser, add_serve_text_parser
 
-    for module in (bench, app, texttwin, evaluation, prediction_sets):
-        module.register_cli(sub)
+    register_bench_cli(sub)
+    add_serve_parser(sub).set_defaults(func=command_serve)
+    add_serve_text_parser(sub).set_defaults(func=command_serve_text)
+    register_quality_cli(sub)
     register_workshop_cli(sub)
     register_model_cli(sub)
     register_dlc_cli(sub)
     return parser
+
+
+def command_serve(args: argparse.Namespace) -> int:
+    from .serving.app import command_serve
+
+    return command_serve(args)
+
+
+def command_serve_text(args: argparse.Namespace) -> int:
+    from .serving.texttwin import command_serve_text
+
+    return command_serve_text(args)
 
 
 def command_model_inspect(args: argparse.Namespace) -> int:

@@ -5,12 +5,8 @@ import json
 import pytest
 
 from semif_lib.cli import main
-from semif_lib.measurement.bench import (
-    PATHS,
-    QUICK_FRESH_QUESTIONS,
-    QUICK_STATES,
-    load_workload,
-)
+from semif_lib.measurement.bench.workload import load_workload
+from semif_lib.measurement.options import PATHS, QUICK_FRESH_QUESTIONS, QUICK_STATES
 
 
 def test_workload_shape():
@@ -24,14 +20,14 @@ def test_workload_shape():
 def test_quick_is_the_first_states_with_fresh_on_their_first_questions(monkeypatch):
     """`semif bench modes --quick` hands the run the first QUICK_STATES states, fresh on QUICK_FRESH_QUESTIONS
     of them, and writes modes-quick.json (the run itself: the next test, on fewer states)."""
-    from semif_lib.measurement import bench
+    from semif_lib.measurement.bench import paths as bench_paths
 
     seen: dict = {}
     written: list = []
-    monkeypatch.setattr(bench, "run_modes", lambda settings, workload, paths, fresh: seen.update(
+    monkeypatch.setattr(bench_paths, "run_paths", lambda settings, workload, paths, fresh: seen.update(
         states=len(workload), paths=list(paths), fresh=fresh) or {"paths": {}})
-    monkeypatch.setattr(bench, "format_modes_table", lambda doc: "")
-    monkeypatch.setattr(bench, "write_result", lambda doc, path: written.append(path) or path)
+    monkeypatch.setattr(bench_paths, "format_paths_table", lambda doc: "")
+    monkeypatch.setattr(bench_paths, "write_result", lambda doc, path: written.append(path) or path)
     assert main(["bench", "modes", "--quick", "--threads", "2"]) == 0
     assert seen == {"states": QUICK_STATES, "paths": list(PATHS), "fresh": QUICK_FRESH_QUESTIONS}
     assert written[-1].name == "modes-quick.json"
@@ -71,10 +67,11 @@ def test_modes_benchmark_writes_complete_results(tmp_path):
 
 
 def test_markdown_quotes_the_results_file():
-    from semif_lib.measurement.bench import RESULTS_DIR, format_markdown
+    from semif_lib.measurement.bench.paths import format_paths
+    from semif_lib.measurement.options import RESULTS_DIR
 
     doc = json.loads((RESULTS_DIR / "bench" / "modes-quick.json").read_text())
-    text = format_markdown(doc)
+    text = format_paths(doc)
     for path, result in doc["paths"].items():
         assert f"| {path} | {result['decisions']} | {result['decisions_per_s']:.3f} |" in text
     assert text.count("| yes |") + text.count("| no |") == sum(isinstance(t, dict) for t in doc["targets"].values())
@@ -83,15 +80,16 @@ def test_markdown_quotes_the_results_file():
 def test_readme_quotes_the_full_results_verbatim():
     """docs/benchmarks.md's tables are the committed full run, with the command that produced it; the README's
     headline quotes the same run's targets."""
-    from semif_lib.measurement.bench import RESULTS_DIR, format_markdown
+    from semif_lib.measurement.bench.paths import format_paths
+    from semif_lib.measurement.options import RESULTS_DIR
 
     doc = json.loads((RESULTS_DIR / "bench" / "modes.json").read_text())
     benchmarks = (RESULTS_DIR.parent / "docs" / "benchmarks.md").read_text()
     readme = (RESULTS_DIR.parent / "README.md").read_text()
     assert doc["workload"]["states"] == 37 and doc["workload"]["decisions"] == 777
-    assert format_markdown(doc) in benchmarks
+    assert format_paths(doc) in benchmarks
     assert f"`{doc['command']}`" in benchmarks
-    targets = next(block for block in format_markdown(doc).split("\n\n") if block.startswith("| target |"))
+    targets = next(block for block in format_paths(doc).split("\n\n") if block.startswith("| target |"))
     assert targets in readme and f"`{doc['command']}`" in readme
 
 

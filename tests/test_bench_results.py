@@ -17,9 +17,15 @@ import pytest
 from pydantic import ValidationError
 
 from semif_lib.cli import build_parser
-from semif_lib.measurement import peer, peer_report, peer_run, peer_types
+from semif_lib.measurement import options
 from semif_lib.measurement.agreement import Agreement, compare_question, top_option
-from semif_lib.measurement.workload import QUICK_STATES, RESULTS_DIR, first_questions, load_workload
+from semif_lib.measurement.bench.peer import config as peer_config
+from semif_lib.measurement.bench.peer import protocol as peer_protocol
+from semif_lib.measurement.bench.peer import report as peer_report
+from semif_lib.measurement.bench.peer import results as peer_results
+from semif_lib.measurement.bench.peer import run as peer_run
+from semif_lib.measurement.bench.workload import first_questions, load_workload
+from semif_lib.measurement.options import QUICK_STATES, RESULTS_DIR
 
 PEER_FILES = sorted((RESULTS_DIR / "bench").glob("peer*.json"))
 
@@ -27,9 +33,9 @@ PEER_FILES = sorted((RESULTS_DIR / "bench").glob("peer*.json"))
 @pytest.mark.parametrize("path", PEER_FILES, ids=lambda p: p.name)
 def test_a_committed_peer_results_file_round_trips_through_the_typed_summary(path):
     text = path.read_text(encoding="utf-8")
-    results = peer_types.PeerResults.read(path)
+    results = peer_results.PeerResults.read(path)
     assert json.dumps(results.to_json(), indent=2) + "\n" == text  # the same keys, in the same order, the same values
-    assert peer.format_markdown(results) == peer.format_markdown(json.loads(text))
+    assert peer_report.format_peer(results) == peer_report.format_peer(json.loads(text))
 
 
 def test_a_file_written_before_failures_were_counted_still_reads(tmp_path):
@@ -40,9 +46,9 @@ def test_a_file_written_before_failures_were_counted_still_reads(tmp_path):
         side.pop("first_failure", None)
     older = tmp_path / "older.json"
     older.write_text(json.dumps(doc))
-    results = peer_types.PeerResults.read(older)
+    results = peer_results.PeerResults.read(older)
     assert results.concurrency.decision.failed_states is None and "failed_states" not in results.to_json()["concurrency"]["decision"]
-    assert "failed" not in peer.format_markdown(results).split("| 8 clients |")[1].split("| target |")[0]
+    assert "failed" not in peer_report.format_peer(results).split("| 8 clients |")[1].split("| target |")[0]
 
 
 def test_a_misspelt_or_missing_figure_fails_when_the_file_is_read():
@@ -50,12 +56,12 @@ def test_a_misspelt_or_missing_figure_fails_when_the_file_is_read():
     cold = doc["paths"]["decision-cold"]
     cold["decisons_per_s"] = cold.pop("decisions_per_s")
     with pytest.raises(ValidationError) as info:
-        peer_types.PeerResults.model_validate(doc)
+        peer_results.PeerResults.model_validate(doc)
     assert "decisons_per_s" in str(info.value) and "decisions_per_s" in str(info.value)  # the extra key and the missing one
     doc = json.loads(PEER_FILES[0].read_text())
     doc["targets"]["cold_vs_best_server"]["mett"] = True
     with pytest.raises(ValidationError, match="mett"):
-        peer.format_markdown(doc)
+        peer_report.format_peer(doc)
 
 
 def test_a_misspelt_figure_fails_where_the_summary_is_built():
@@ -63,9 +69,9 @@ def test_a_misspelt_figure_fails_where_the_summary_is_built():
     tally = peer_report.PeerTally(seconds=[1.0], decisions=2, requests=1)
     assert peer_report.summarize_path("decision-cold", tally).decisions_per_s == 2.0
     with pytest.raises(ValidationError, match="decisons_per_s"):
-        peer_types.PathSummary(**{**peer_report.summarize_path("decision-cold", tally).to_json(), "decisons_per_s": 2.0})
+        peer_results.PathSummary(**{**peer_report.summarize_path("decision-cold", tally).to_json(), "decisons_per_s": 2.0})
     with pytest.raises(ValidationError):
-        peer_types.ClientPhase(clients=8, states=1, decisions=1, requests=1, seconds=1.0, decisions_per_s=1.0,
+        peer_results.ClientPhase(clients=8, states=1, decisions=1, requests=1, seconds=1.0, decisions_per_s=1.0,
                                state_latency_p50_s=1.0, state_latency_p95_s=1.0, request_latency_p50_s=1.0)  # one latency missing
 
 
@@ -90,24 +96,24 @@ def test_first_questions_and_quick_states_have_one_source():
     kept = first_questions(row, 3)
     assert list(kept["questions"]) == list(row["questions"])[:3] and kept["state"] == row["state"] and len(row["questions"]) == 21
     assert first_questions(row, None) == row == first_questions(row, 0)
-    assert list(peer.decision_request(row, "t", questions=3)["questions"]) == list(kept["questions"])
+    assert list(peer_protocol.decision_request(row, "t", questions=3)["questions"]) == list(kept["questions"])
 
 
 def test_bench_peer_flags_default_to_the_config(capsys):
     """`semif bench peer` with no flags runs `PeerConfig()`; each flag given replaces one field."""
     args = build_parser().parse_args(["bench", "peer"])
-    config = peer.config_from_args(args)
-    assert config == peer_run.PeerConfig(run_id=config.run_id)
+    config = peer_run.config_from_args(args)
+    assert config == peer_config.PeerConfig(run_id=config.run_id)
     args = build_parser().parse_args(["bench", "peer", "--threads", "4", "--text-server", "native", "--paths", "decision-cold,server-json",
                                       "--clients", "0", "--model", "m.gguf"])
-    config = peer.config_from_args(args)
+    config = peer_run.config_from_args(args)
     assert (config.threads, config.kind, list(config.paths), config.clients, str(config.model_path)) == (
         4, "native", ["decision-cold", "server-json"], 0, "m.gguf")
-    assert config.n_ctx == peer_run.PeerConfig().n_ctx and config.parallel == peer_run.PeerConfig().parallel
+    assert config.n_ctx == peer_config.PeerConfig().n_ctx and config.parallel == peer_config.PeerConfig().parallel
     with pytest.raises(SystemExit):
         build_parser().parse_args(["bench", "peer", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert f"default {peer_run.PeerConfig().n_ctx}" in help_text and f"default {peer_run.PeerConfig().port}" in help_text
+    assert f"default {peer_config.PeerConfig().n_ctx}" in help_text and f"default {peer_config.PeerConfig().port}" in help_text
 
 
 # ---------------------------------------------------------------- the whole `semif bench peer` against fake servers
@@ -149,10 +155,8 @@ class _FakeServers:
 
     @staticmethod
     def _decision(request: dict) -> dict:
-        from semif_lib.measurement.peer_protocol import plan_peer_questions
-
         answers = {}
-        for plan, _ in plan_peer_questions(request):
+        for plan, _ in peer_protocol.plan_peer_questions(request):
             weights = [1.0 / (i + 1) for i in range(len(plan.keys))]
             answers[plan.qid] = {"probabilities": {k: w / sum(weights) for k, w in zip(plan.keys, weights)}}
         return {"answers": answers, "usage": {"x_cached_tokens": 0, "output_tokens": 0},
@@ -185,8 +189,8 @@ def fake_peer(monkeypatch):
     monkeypatch.setattr(containers, "run_text_server", text_server)
     monkeypatch.setattr(modelfile, "find_model_path", lambda path=None: Path("model.gguf"))
     written: list[dict] = []
-    write = peer.write_result
-    monkeypatch.setattr(peer, "write_result", lambda doc, output: (written.append(doc), write(doc, output))[1])
+    write = peer_run.write_result
+    monkeypatch.setattr(peer_run, "write_result", lambda doc, output: (written.append(doc), write(doc, output))[1])
     return written
 
 
@@ -203,16 +207,16 @@ def _bench_peer(tmp_path):
 def test_bench_peer_runs_end_to_end_against_fake_servers(fake_peer, tmp_path, capsys):
     code, out = _bench_peer(tmp_path)
     assert code == 0
-    results = peer_types.PeerResults.read(out)
+    results = peer_results.PeerResults.read(out)
     assert json.dumps(results.to_json(), indent=2) + "\n" == out.read_text()
-    assert list(results.paths) == list(peer_types.PEER_PATHS) and results.workload.states == 2 and len(results.per_state) == 2
+    assert list(results.paths) == list(options.PEER_PATHS) and results.workload.states == 2 and len(results.per_state) == 2
     assert results.paths["decision-cold"].option_coverage == 1.0 and results.paths["server-logprobs"].compared_with_decision > 0
     assert results.concurrency.decision.states == 2 and results.concurrency.decision.failed_states == 0
     expected = {"cold_vs_best_server", "cached_vs_best_server", "concurrent_clients", "readout_vs_server_json"}
     assert set(results.targets.measured()) == expected
-    assert peer.format_markdown(results) in capsys.readouterr().out
+    assert peer_report.format_peer(results) in capsys.readouterr().out
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
-    partial = [peer_types.PeerResults.model_validate(doc) for doc in fake_peer[:-1]]  # the checkpoints, then the complete file
+    partial = [peer_results.PeerResults.model_validate(doc) for doc in fake_peer[:-1]]  # the checkpoints, then the complete file
     assert [p.partial for p in partial] == ["not measured yet: states 2-2, the client phase", "not measured yet: the client phase"]
     assert "partial" not in fake_peer[-1] and fake_peer[-1]["command"] == "semif bench peer"
 
@@ -220,7 +224,7 @@ def test_bench_peer_runs_end_to_end_against_fake_servers(fake_peer, tmp_path, ca
 def test_a_misspelt_figure_stops_bench_peer_after_its_first_state(fake_peer, tmp_path, monkeypatch):
     """The summaries are built (and the report rendered) at the checkpoint after each state: a typo fails there."""
     summarize = peer_report.summarize_path
-    monkeypatch.setattr(peer_report, "summarize_path", lambda path, t: peer_types.PathSummary(
+    monkeypatch.setattr(peer_report, "summarize_path", lambda path, t: peer_results.PathSummary(
         **{**summarize(path, t).to_json(), "decisons_per_s": 1.0}))
     with pytest.raises(ValidationError, match="decisons_per_s"):
         _bench_peer(tmp_path)
@@ -260,13 +264,13 @@ class _FakeEngine:
 
 def test_bench_modes_summarizes_every_path_against_fresh(monkeypatch):
     from semif_lib.decision import engine
-    from semif_lib.measurement import modes
+    from semif_lib.measurement.bench import paths as bench_paths
 
     monkeypatch.setattr(engine, "DecisionEngine", _FakeEngine)
-    paths = [p for p in modes.PATHS if p != "naive-user"]  # naive-user loads llama-cpp-python's chat model
-    doc = modes.run_modes(None, load_workload(states=2), paths, fresh_questions=modes.QUICK_FRESH_QUESTIONS, progress=False)
+    paths = [p for p in options.PATHS if p != "naive-user"]  # naive-user loads llama-cpp-python's chat model
+    doc = bench_paths.run_paths(None, load_workload(states=2), paths, fresh_questions=options.QUICK_FRESH_QUESTIONS, progress=False)
     summary = doc["paths"]
-    assert list(summary) == paths and summary["fresh"]["decisions"] == 2 * modes.QUICK_FRESH_QUESTIONS
+    assert list(summary) == paths and summary["fresh"]["decisions"] == 2 * options.QUICK_FRESH_QUESTIONS
     assert all(summary[p]["decisions"] == 42 and summary[p]["compared_with_fresh"] == 6 for p in paths if p != "fresh")
     assert (summary["serial"]["argmax_flips_vs_fresh"], summary["serial"]["max_abs_dp_vs_fresh"]) == (0, 0.01)
     assert (summary["oneshot"]["argmax_flips_vs_fresh"], summary["oneshot"]["max_abs_dp_vs_fresh"]) == (2, 0.3)

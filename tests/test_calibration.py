@@ -15,18 +15,20 @@ from semif_lib.decision.calibrator import (
 )
 from semif_lib.decision.prompt import PROMPT_VERSION, plan_question
 from semif_lib.decision.schema import ChoiceQuestion
-from semif_lib.measurement.calibration import (
+from semif_lib.measurement.quality.calibration import (
     Decision,
     build_calibration,
+    fit_temperature,
+    predict_out_of_fold,
+    save_calibration,
+    split_groups,
+)
+from semif_lib.measurement.quality.metrics import (
     compute_balanced_accuracy,
     compute_brier,
     compute_ece,
     compute_metrics,
     compute_nll,
-    fit_temperature,
-    predict_out_of_fold,
-    save_calibration,
-    split_groups,
 )
 
 

@@ -122,7 +122,7 @@ def test_semif_sets_refits_the_committed_report_without_a_model(tmp_path, capsys
 
 def test_the_abstention_curve_trades_answered_share_for_accuracy_on_it():
     """Each threshold answers the decisions whose top probability reaches it; accuracy is counted on those only."""
-    from semif_lib.measurement.prediction_sets import abstention_curve
+    from semif_lib.measurement.quality.prediction_sets import abstention_curve
 
     top = [0.95, 0.85, 0.72, 0.63, 0.41, 0.33]
     correct = [True, True, True, False, False, True]
@@ -138,7 +138,7 @@ def test_the_abstention_curve_trades_answered_share_for_accuracy_on_it():
 
 def test_served_sets_are_read_from_the_wire_answers_and_drawn(tmp_path):
     """Labels meet the served option keys (noul true/false, choice names, score level indices), and the plot is written."""
-    from semif_lib.measurement.prediction_sets import plot_served_sets, served_examples
+    from semif_lib.measurement.quality.prediction_sets import plot_served_sets, served_examples
 
     request = {"state": "s", "questions": {
         "ok": {"type": "noul", "instructions": "Is it ok?"},

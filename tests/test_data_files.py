@@ -19,7 +19,7 @@ from semif_lib.decision.schema import parse_json_bytes, parse_request
 from semif_lib.errors import PayloadTooLargeError
 from semif_lib.jsonlines import dump_record, read_lines, read_records
 from semif_lib.limits import check_limit, check_question_counts
-from semif_lib.measurement.labeled import label_to_index, read_labeled
+from semif_lib.measurement.quality.labeled import label_to_index, read_labeled
 
 from conftest import DATA
 

@@ -8,14 +8,11 @@ import pytest
 
 from semif_lib.cli import main
 from semif_lib.errors import InvalidRequestError
-from semif_lib.measurement.calibration import Decision
-from semif_lib.measurement.evaluation import (
-    evaluate_decisions,
-    format_report,
-    load_decisions,
-    read_labeled,
-    rotate_options,
-)
+from semif_lib.measurement.quality.calibration import Decision
+from semif_lib.measurement.quality.evaluate import evaluate_decisions, load_decisions
+from semif_lib.measurement.quality.labeled import read_labeled
+from semif_lib.measurement.quality.report import format_report
+from semif_lib.measurement.quality.scoring import rotate_options
 
 from support.paths import DATA, ROOT
 
@@ -36,7 +33,7 @@ def test_read_labeled_checks_every_label(tmp_path):
 def test_sample_keeps_each_workloads_label_shares_and_the_input_order():
     from collections import Counter
 
-    from semif_lib.measurement.labeled import stratified_subset
+    from semif_lib.measurement.quality.labeled import stratified_subset
 
     items = read_labeled(sorted(LABELED.glob("*.jsonl")))
     sub = stratified_subset(items, 12, seed=0)
@@ -57,7 +54,7 @@ def test_sample_keeps_each_workloads_label_shares_and_the_input_order():
 def test_first_lines_that_miss_answers_are_named_and_a_stratified_sample_is_not():
     """The labeled files are grouped by answer: `--limit 10` of tools holds 2 of its 7 tools (a debiased accuracy of
     0.00 there measured that mix, not the model), and the warning says so and points at --sample."""
-    from semif_lib.measurement.labeled import describe_missing_labels, read_labeled_limited, stratified_subset
+    from semif_lib.measurement.quality.labeled import describe_missing_labels, read_labeled_limited, stratified_subset
 
     inputs = [LABELED / "tools.jsonl", LABELED / "policy.jsonl"]
     full = read_labeled(inputs)
@@ -71,7 +68,7 @@ def test_first_lines_that_miss_answers_are_named_and_a_stratified_sample_is_not(
 
 def test_comparison_reads_each_report_and_says_what_to_expect(tmp_path, capsys):
     """`semif eval-compare` on the committed SmolLM2 report, twice under two labels; the line notebook 00 prints."""
-    from semif_lib.measurement.evaluation_comparison import describe_measured_quality
+    from semif_lib.measurement.quality.comparison import describe_measured_quality
 
     report = ROOT / "results" / "eval" / "report.json"
     out_json, out_md = tmp_path / "comparison.json", tmp_path / "comparison.md"
@@ -97,7 +94,7 @@ def test_comparison_reads_each_report_and_says_what_to_expect(tmp_path, capsys):
 
 def test_committed_comparison_is_its_command_on_the_committed_reports():
     """results/eval/comparison.json and .md are `semif eval-compare` on the committed reports, and docs/quality.md quotes the table."""
-    from semif_lib.measurement.evaluation_comparison import compare_reports, format_comparison
+    from semif_lib.measurement.quality.comparison import compare_reports, format_comparison
 
     committed = (ROOT / "results" / "eval" / "comparison.json").read_text()
     comparison = json.loads(committed)
@@ -140,7 +137,7 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
 
     One thread: on a shared 2-core machine OpenMP spin-waits make 2 threads several times slower.
     """
-    from semif_lib.measurement.labeled import stratified_subset
+    from semif_lib.measurement.quality.labeled import stratified_subset
 
     inputs = [LABELED / f"{name}.jsonl" for name in ("routing", "severity", "code_search")]
     lines = [json.dumps({**it.request, "id": it.id}) for it in stratified_subset(read_labeled(inputs), 3)]
@@ -182,7 +179,7 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
 def _check_prediction_sets(report, doc, decisions, priors, answer):
     """The file's set and abstention rules: fitted on what it serves, reproduced there, and served with the argmax."""
     from semif_lib.decision.conformal import predict_set
-    from semif_lib.measurement.prediction_sets import served_probabilities
+    from semif_lib.measurement.quality.prediction_sets import served_probabilities
 
     assert set(report["prediction_sets"]["by_kind"]) == {"choice", "score"}
     assert report["command"].count("--coverage 0.5") == 1
@@ -204,7 +201,7 @@ def _check_prediction_sets(report, doc, decisions, priors, answer):
 def test_engine_refuses_a_calibration_file_for_another_model(tmp_path):
     from semif_lib.decision.calibrator import CalibrationMismatchError
     from semif_lib.decision.engine import DecisionEngine
-    from semif_lib.measurement.calibration import build_calibration, save_calibration
+    from semif_lib.measurement.quality.calibration import build_calibration, save_calibration
     from semif_lib.settings import Settings
 
     path = save_calibration(build_calibration([], model_sha256="f" * 64, model_file="bigger-model.gguf"), tmp_path / "cal.json")

@@ -35,7 +35,7 @@ def test_a_bad_line_is_named(tmp_path):
 
 
 def test_labeled_sets_read_through_the_same_reader(tmp_path):
-    from semif_lib.measurement.evaluation import read_labeled
+    from semif_lib.measurement.quality.labeled import read_labeled
 
     line = {"id": "x\u2028y", "state": "s\u2028t", "labels": {"q": True},
             "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}

@@ -80,8 +80,8 @@ def test_rotations_are_validated_and_counted_as_branches(engine):
 
 def test_bench_rotations_counts_flips_and_accuracy_on_labeled_requests(engine):
     """The benchmark's books on two labeled requests (its timings are the results file's business, not a test's)."""
-    from semif_lib.measurement.labeled import read_labeled
-    from semif_lib.measurement.rotations import run_rotations
+    from semif_lib.measurement.bench.rotations import run_rotations
+    from semif_lib.measurement.quality.labeled import read_labeled
 
     from support.paths import DATA
 
@@ -103,13 +103,13 @@ def test_docs_quote_the_committed_rotations_run():
     """docs/quality.md's rotation table and command are the committed results file's, so a rerun moves both."""
     import json
 
-    from semif_lib.measurement.rotations import format_rotations_table
+    from semif_lib.measurement.bench.rotations import format_rotations
 
     from support.paths import ROOT
 
     doc = json.loads((ROOT / "results" / "bench" / "rotations.json").read_text())
     quality = (ROOT / "docs" / "quality.md").read_text()
-    assert format_rotations_table(doc) in quality
+    assert format_rotations(doc) in quality
     assert doc["command"] and doc["command"].split(" --output")[0] in quality
     assert doc["token_ratio"] and doc["long_states"]["token_ratio"]  # the work ratio beside the time ratio
 

@@ -150,7 +150,8 @@ def test_flags_todays_dlc_refuses_are_refused_with_its_reason(flag):
 
 def test_config_precedence_and_dlc_model_discovery(tmp_path):
     from semif_lib.llama_flags import build_sm_env
-    from semif_lib.serving.texttwin import TEXT_PORT, build_text_config
+    from semif_lib.serving.cli import TEXT_PORT
+    from semif_lib.serving.texttwin import build_text_config
     from semif_lib.settings import Settings
 
     nested = tmp_path / "model" / "inner"

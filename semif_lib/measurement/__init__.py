@@ -1,17 +1,26 @@
 """The measurement wing: how fast and how good the decisions are, measured side by side.
 
-`bench` is `semif bench`'s command line: `modes` (every execution path on the workload),
-`readout_vs_generation`, `residency` (cached prefixes spilled against resident), `robustness`
-(`semif serve` under load and faults, driven over HTTP) and `peer` (`semif serve` against the
-text DLC's llama-server, both over HTTP: `peer_protocol`, `peer_run`, `peer_report`, and
-`peer_types`, its results as typed summaries). They share `workload` (the workload, `QUICK_STATES`,
-`first_questions`, the machine description and results files), `harness` (`semif serve` on
-loopback, timed calls, percentiles) and `agreement` (argmax agreement and max |Δp|, the one rule).
-`baseline` is what a user of llama-cpp-python's chat API would do instead; `evaluation`
-(`semif eval`, with `labeled`, `evaluation_scoring`, `evaluation_report`) measures quality on
-labeled workloads and `calibration` fits the temperatures the decision wing applies; `plots`
-draws for the notebooks.
+Two rooms and what they share. Every benchmark exposes `run_<x>` (the measurement, a results document),
+`format_<x>` (what its command prints; the Markdown the docs quote) and, where a notebook draws it,
+`plot_<x>`; its `command_<x>` writes `results/bench/<x>.json`.
 
-Doors: measurement imports the decision wing and the plumbing; nothing below it imports
-measurement. It never imports serving or the AWS wing.
+* `bench/`: how fast. `paths` (`semif bench modes`: every execution path on the 37 x 21 workload) with
+  `bounds` (its fork ceiling and targets), `readout` (`semif bench readout-vs-generation`), `residency`
+  (cached prefixes spilled against resident), `robustness` (`semif serve` under load and faults, over
+  HTTP), `rotations` (`x_debias` rotations against plain choice questions) and `peer/` (`semif bench
+  peer`: `semif serve` against the text DLC's llama-server). They share `workload` (the workload, the
+  machine, results files) and `harness` (`semif serve` on loopback, timed calls, percentiles).
+* `quality/`: how good. `evaluate` (`semif eval`), `scoring` (the model's answers to labeled
+  questions), `report` (the report's tables and reliability diagram), `comparison` (`semif eval-compare`),
+  `labeled` (labeled JSON Lines), `calibration` (fitting temperatures, the calibration file), `metrics`
+  (accuracy, ECE, Brier, NLL) and `prediction_sets` (`semif sets`: sets and abstention).
+* Shared by both: `options` (every name and default the commands' help shows), `agreement` (argmax
+  agreement and max |Δp|, the one rule for every comparison), `baseline` (what a user of llama-cpp-python's chat API would do
+  instead) and `plots` (the notebooks' charts, `save_figure`).
+* `cli`: every flag of the wing, light; a command's module is imported when that command runs.
+
+Doors: measurement imports the decision wing and the plumbing; nothing below it imports measurement,
+and it never imports serving or the AWS wing. Inside it: the shared modules import neither room nor
+`cli`; `quality` never imports `bench`; `bench` reads `quality.labeled` (the labeled sets) and nothing
+else of `quality`; only `cli` (and the top floor's `semif_lib.cli`) imports `cli`.
 """

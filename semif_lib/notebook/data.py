@@ -26,7 +26,7 @@ def read_examples(name: str = "examples.jsonl") -> list[dict[str, Any]]:
 
 def load_workload_request(index: int = 0, questions: int | None = None, name: str = "workload_37x21.jsonl") -> dict[str, Any]:
     """One long state of the benchmark workload with its criteria (the first `questions` of 21; None or 0: all)."""
-    from ..measurement.workload import first_questions
+    from ..measurement.bench.workload import first_questions
 
     rows = read_examples(name)
     return first_questions(rows[index % len(rows)], questions)

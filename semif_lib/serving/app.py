@@ -11,8 +11,8 @@ inference, so `/ping` answers while a decision is being computed, and a full que
 with `Retry-After`. `runner` runs the app under uvicorn with SageMaker's SIGTERM drain.
 `create_app` builds the app from route groups, one function each (`routes`).
 
-FastAPI and uvicorn are imported inside the functions that need them, so `semif --help` and
-`import semif_lib` stay cheap.
+FastAPI and uvicorn are imported inside the functions that need them, so `import semif_lib.serving.app`
+stays cheap; `semif serve`'s flags are declared in `cli`, which `semif --help` reads without this module.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the handlers' annotations (`Request`,
@@ -23,7 +23,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..arguments import add_engine_arguments, engine_overrides, run_command
+from ..arguments import engine_overrides, run_command
 from ..decision.openai_schema import OpenAIRequest
 from ..decision.schema import DecisionRequest
 from ..errors import (
@@ -31,6 +31,7 @@ from ..errors import (
     SemifError,
 )
 from ..settings import Settings, load_settings
+from .cli import add_serve_parser
 from .routes import add_decisions_routes, add_invocation_routes, add_sagemaker_routes, add_systemone_routes
 from .runner import Drain, serve_uvicorn
 from .wire import (
@@ -45,7 +46,7 @@ from .worker import InferenceWorker
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
 
-__all__ = ["command_serve", "create_app", "load_engine", "main", "register_cli", "run_server"]
+__all__ = ["command_serve", "create_app", "load_engine", "main", "run_server"]
 
 log = logging.getLogger("semif.adapter")
 
@@ -213,30 +214,11 @@ def command_serve(args: argparse.Namespace) -> int:
     return run_server(load_settings(**overrides))
 
 
-def _default(name: str) -> Any:
-    """A setting's default, for help texts (the flags themselves default to None: the setting decides)."""
-    return Settings.model_fields[name].default
-
-
-def register_cli(subparsers: Any) -> None:
-    """Add `serve` (SageMaker passes it as the container argument)."""
-    parser = subparsers.add_parser(
-        "serve", help="serve decisions over HTTP: SageMaker's /ping and /invocations, System One's /v1/systemone",
-        description=f"Decision adapter. Binds SEMIF_HOST:SEMIF_PORT ({_default('host')}:{_default('port')}); "
-                    "the container sets SEMIF_HOST=0.0.0.0.",
-    )
-    parser.add_argument("--host", help=f"bind address (SEMIF_HOST, default {_default('host')})")
-    parser.add_argument("--port", type=int, help=f"port (SEMIF_PORT, default {_default('port')})")
-    parser.add_argument("--queue-size", type=int, dest="queue_size", help="waiting requests before 503 (SEMIF_QUEUE_SIZE)")
-    add_engine_arguments(parser)
-    parser.set_defaults(func=command_serve)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m semif_lib.serving.app serve`; with no arguments it serves, as SageMaker's `serve` does."""
     argv = list(sys.argv[1:] if argv is None else argv) or ["serve"]
     parser = argparse.ArgumentParser(prog="python -m semif_lib.serving.app")
-    register_cli(parser.add_subparsers(dest="command", required=True))
+    add_serve_parser(parser.add_subparsers(dest="command", required=True)).set_defaults(func=command_serve)
     return run_command(parser.parse_args(argv), prog="semif serve")
 
 

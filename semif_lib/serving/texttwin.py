@@ -23,20 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..arguments import add_engine_arguments, run_command
+from ..arguments import run_command
 from ..errors import ModelLoadError, SemifError
 from ..llama_flags import SM_PREFIX, parse_flags, refuse_removed_flags, translate_sm_env
 from ..settings import Settings, load_settings
+from .cli import TEXT_PORT, add_serve_text_parser
 from .runner import DEFAULT_DRAIN_S, Drain, serve_uvicorn
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
 
-__all__ = ["TextTwinConfig", "build_text_config", "create_text_app", "map_flags", "register_cli", "run_text_server"]
+__all__ = ["TextTwinConfig", "build_text_config", "command_serve_text", "create_text_app", "map_flags", "run_text_server"]
 
 log = logging.getLogger("semif.texttwin")
 
-TEXT_PORT = 8081  # next to the decision adapter's 8080, where the workshop expects it (SEMIF_LOCAL_TEXT_URL)
 TEXT_N_CTX = 4096  # llama-cpp-python keeps logits for every context cell (logprobs need them): 4096 x 49k floats
 _GGML_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20, "bf16": 30}
 
@@ -218,22 +218,10 @@ def command_serve_text(args: argparse.Namespace) -> int:
     return run_text_server(config)
 
 
-def register_cli(subparsers: Any) -> None:
-    """Add `serve-text`."""
-    parser = subparsers.add_parser(
-        "serve-text", help="local twin of AWS's llama.cpp DLC: /ping, /invocations and /v1/chat/completions (OpenAI)",
-        description="OpenAI chat completions on the embedded model, configured by SM_LLAMA_CPP_* exactly like the DLC.",
-    )
-    parser.add_argument("--host", help=f"bind address (default SEMIF_HOST, {Settings.model_fields['host'].default})")
-    parser.add_argument("--port", type=int, help=f"port (default SM_LLAMA_CPP_PORT, else {TEXT_PORT})")
-    add_engine_arguments(parser)
-    parser.set_defaults(func=command_serve_text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m semif_lib.serving.texttwin`: the same as `semif serve-text`."""
     parser = argparse.ArgumentParser(prog="python -m semif_lib.serving.texttwin")
-    register_cli(parser.add_subparsers(dest="command", required=True))
+    add_serve_text_parser(parser.add_subparsers(dest="command", required=True)).set_defaults(func=command_serve_text)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv) or ["serve-text"])
     return run_command(args, prog="semif serve-text")
 

@@ -13,7 +13,6 @@ abstention. Coverage carries a Wilson interval, set size a bootstrap one.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -22,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..decision.calibrator import KINDS, apply_temperature, remove_prior
-from ..decision.conformal import (
+from ...decision.calibrator import KINDS, apply_temperature, remove_prior
+from ...decision.conformal import (
     Abstention,
     ConformalThreshold,
     fit_abstention,
@@ -31,15 +30,15 @@ from ..decision.conformal import (
     nonconformity,
     predict_set,
 )
-from .plots import save_figure
+from ..options import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
+from ..plots import save_figure
 
 if TYPE_CHECKING:
     from .calibration import Decision
 
 __all__ = [
-    "DEFAULT_MAX_ERROR",
-    "DEFAULT_TARGET_COVERAGE",
     "abstention_curve",
+    "command_sets",
     "evaluate_prediction_sets",
     "fit_rules",
     "format_prediction_sets",
@@ -51,8 +50,6 @@ __all__ = [
     "served_probabilities",
 ]
 
-DEFAULT_TARGET_COVERAGE = 0.9
-DEFAULT_MAX_ERROR = 0.2
 CURVE_POINTS = 21
 
 
@@ -225,7 +222,7 @@ def served_examples(request: dict[str, Any], labels: dict[str, Any], body: dict[
     The label (true/false, the option's name, the level's index, as the labeled files write it) is
     matched to an option key the way `semif eval` scores it (`labeled.label_to_index`).
     """
-    from ..decision.schema import parse_request
+    from ...decision.schema import parse_request
     from .labeled import label_to_index
 
     questions = parse_request(request).questions
@@ -273,7 +270,7 @@ def plot_served_sets(examples: Sequence[Example], path: Path | str, title: str =
     return save_figure(fig, path)
 
 
-def command_sets(args: argparse.Namespace) -> int:
+def command_sets(args: Any) -> int:
     """`semif sets REPORT`: prediction sets and abstention refitted from a `semif eval` report, with no model."""
     from .calibration import Decision
 
@@ -291,16 +288,3 @@ def command_sets(args: argparse.Namespace) -> int:
         plot = plot_prediction_sets(summary, args.output.with_suffix(".png"), title=f"{(report.get('model') or {}).get('id', '')}")
         print(f"wrote {args.output} and {plot}", file=sys.stderr)
     return 0
-
-
-def register_cli(subparsers: Any) -> None:
-    p = subparsers.add_parser("sets", help="prediction sets and abstention, fitted and checked out of fold on a `semif eval` report")
-    p.add_argument("report", type=Path, help="a report written by `semif eval --output` (it stores every raw decision)")
-    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE, help=f"target coverage (default {DEFAULT_TARGET_COVERAGE})")
-    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
-                   help=f"abstain below the confidence where the answered error reaches this (default {DEFAULT_MAX_ERROR})")
-    p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--debias", action="store_true", help="remove the report's content-free priors first, as its calibration file does")
-    p.add_argument("--output", type=Path, help="write the summary as JSON, and its plot next to it as .png")
-    p.set_defaults(func=command_sets)

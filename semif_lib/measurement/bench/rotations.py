@@ -14,30 +14,31 @@ Beside the seconds each variant records the tokens it decoded (the prefix, then 
 token tree, where the rotations share the question's stem up to the first option's letter), so the
 time ratio can be read against the work ratio. The engine scores with SEMIF_DEFAULT_DEBIAS=none and the
 plain variant says `x_debias: none`, so a server-wide default cannot turn the plain side into rotations.
+
+`run_rotations` (the labeled phase) and `run_long_states` (the cost phase) measure, `format_rotations` is the
+table docs/quality.md quotes, and `command_rotations` writes `results/bench/rotations.json`. The labeled sets
+are read through `quality.labeled`, the one door from the bench room into the quality room.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..arguments import add_engine_arguments, engine_overrides
-from ..decision.prompt import rotate_criteria
-from ..decision.schema import DEFAULT_ROTATIONS
-from .labeled import LabeledItem, read_labeled_limited
+from ...arguments import engine_overrides
+from ...decision.prompt import rotate_criteria
+from ...decision.schema import DEFAULT_ROTATIONS
+from ..quality.labeled import LabeledItem, read_labeled_limited
 
 if TYPE_CHECKING:
-    from ..decision.engine import DecisionEngine
+    from ...decision.engine import DecisionEngine
 
-__all__ = ["COST_TARGET", "format_rotations_table", "register_cli", "run_long_states", "run_rotations"]
+__all__ = ["COST_TARGET", "command_rotations", "format_rotations", "run_long_states", "run_rotations"]
 
-LONG_STATES = 8
 COST_TARGET = 1.3  # issue: a K = 4 request costs at most 1.3x the plain one on the same states
-LABELED = ("data/labeled/routing.jsonl", "data/labeled/tools.jsonl", "data/labeled/code_search.jsonl")
 
 
 def _choice_request(item: LabeledItem, shift: int, debias: bool, rotations: int) -> dict[str, Any]:
@@ -142,7 +143,7 @@ def _met(target: dict[str, Any]) -> str:
     return f"target {target['cost_ratio_at_most']}x {'met' if target['met'] else 'not met'}"
 
 
-def format_rotations_table(summary: dict[str, Any]) -> str:
+def format_rotations(summary: dict[str, Any]) -> str:
     """The results file as the table docs/quality.md quotes (a test holds the docs to the file)."""
     k, long = summary["rotations"], summary["long_states"]
     flips, acc, rate = summary["flip_rate"], summary["accuracy"], summary["decisions_per_s"]
@@ -160,10 +161,11 @@ def format_rotations_table(summary: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def command_rotations(args: argparse.Namespace) -> int:
-    from ..decision.engine import DecisionEngine
-    from ..modelfile import hash_file
-    from ..settings import load_settings
+def command_rotations(args: Any) -> int:
+    """`semif bench rotations`: both phases, the table printed, results/bench/rotations.json written."""
+    from ...decision.engine import DecisionEngine
+    from ...modelfile import hash_file
+    from ...settings import load_settings
     from .workload import describe_machine, load_workload
 
     items, warning = read_labeled_limited(args.input, args.limit)
@@ -179,22 +181,9 @@ def command_rotations(args: argparse.Namespace) -> int:
     summary["command"] = " ".join(["semif bench rotations", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "rotations"] else None
     shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "token_ratio", "target", "long_states")
     print(json.dumps({k: summary[k] for k in shown}, indent=2))
-    print(format_rotations_table(summary))
+    print(format_rotations(summary))
     output = args.output or Path("results/bench/rotations.json")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {output}", file=sys.stderr)
     return 0
-
-
-def register_cli(which: Any) -> None:
-    p = which.add_parser("rotations", help="x_debias rotations against plain choice questions: flip rate, accuracy, cost (one run)")
-    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in LABELED], help="labeled JSON Lines with choice questions")
-    p.add_argument("--rotations", type=int, default=DEFAULT_ROTATIONS, help=f"orders per question (default {DEFAULT_ROTATIONS})")
-    p.add_argument("--limit", type=int, help="first N lines of each file")
-    p.add_argument("--states", type=int, default=LONG_STATES,
-                   help=f"long workload states for the cost on many questions (default {LONG_STATES})")
-    p.add_argument("--output", type=Path, help="results file (default results/bench/rotations.json)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_engine_arguments(p)
-    p.set_defaults(func=command_rotations)

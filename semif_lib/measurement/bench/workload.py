@@ -1,42 +1,28 @@
 """What every benchmark shares: the workload, the machine it ran on, and where its results file goes.
 
-`bench` (`semif bench modes`, ...) and `peer` (`semif bench peer`) both read the 37-state x
-21-criterion workload through `load_workload` (`--quick`: the first `QUICK_STATES`), cut a request
-to its first questions with `first_questions`, and write a results file with `describe_machine`
-beside the figures; `positive_int` is their `--states`/`--runs` type. Standard library only.
+Every benchmark reads the 37-state x 21-criterion workload through `load_workload` (`--quick`: the
+first `options.QUICK_STATES`), cuts a request to its first questions with `first_questions`, and
+writes a results file (`write_result`) with `describe_machine` beside the figures; `describe_bench_run`
+is the settings and the head of a results file for the benchmarks that load the engine in process.
+The notebooks read the committed files through `load_or_run`. Standard library and plumbing only.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
+import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
-from ..jsonlines import read_records
-from ..paths import repo_root
+from ...jsonlines import read_records
+from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
-__all__ = [
-    "DATA_DIR",
-    "QUICK_STATES",
-    "RESULTS_DIR",
-    "WORKLOAD",
-    "describe_machine",
-    "first_questions",
-    "load_workload",
-    "positive_int",
-    "write_result",
-]
-
-DATA_DIR = repo_root() / "data"
-WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
-RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
-QUICK_STATES = 4  # `--quick` of every benchmark: the first 4 states
+__all__ = ["describe_bench_run", "describe_machine", "first_questions", "load_or_run", "load_workload", "write_result"]
 
 
 def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
@@ -65,7 +51,7 @@ def describe_machine(settings: Any) -> dict[str, Any]:
         pass
     from importlib import metadata
 
-    from ..llamabuilds import read_library_build
+    from ...llamabuilds import read_library_build
 
     lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")  # set: the engine runs on that llama.cpp build, as the adapter image does
     library = f"b{read_library_build(Path(lib_dir))} ({lib_dir})" if lib_dir else "llama-cpp-python's bundled build"
@@ -81,18 +67,31 @@ def describe_machine(settings: Any) -> dict[str, Any]:
     }
 
 
+def describe_bench_run(args: Any) -> tuple[Any, dict[str, Any]]:
+    """The settings of `semif bench modes | residency | readout-vs-generation` from its flags, and its results file's
+    head: the command as typed, the model and the machine."""
+    from ...arguments import engine_overrides
+    from ...settings import load_settings
+
+    overrides = engine_overrides(args)
+    overrides.update(flash_attn=args.flash_attn, n_ubatch=args.n_ubatch)
+    settings = load_settings(**overrides)
+    command = "semif bench " + " ".join(sys.argv[3:] if sys.argv[1:3] == ["bench", args.which] else [args.which])
+    meta = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"] else command,
+            "model": str(settings.model_path or "embedded SmolLM2-135M-Instruct Q4_1"), "machine": describe_machine(settings)}
+    return settings, meta
+
+
 def write_result(doc: dict[str, Any], output: Path) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=2) + "\n")
     return output
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def load_or_run(names: str | Sequence[str], runner: Callable[[], dict[str, Any]], results_dir: Path = RESULTS_DIR) -> dict[str, Any]:
+    """The first committed results file found among `names`, else a fresh run (notebooks must stay quick)."""
+    for name in [names] if isinstance(names, str) else names:
+        path = Path(results_dir) / "bench" / name
+        if path.is_file():
+            return json.loads(path.read_text())
+    return runner()

@@ -2,7 +2,8 @@
 
 Both sides run cold (the cache cleared, the chat model reset) on the same request; the result is
 the median of N runs each, the output tokens each side produced and how often the generated
-answers agree with the readout's argmax.
+answers agree with the readout's argmax (`run_readout`). `format_readout` is what the command prints
+(docs/benchmarks.md quotes its figures in prose), `plot_readout` the notebooks' chart.
 """
 
 from __future__ import annotations
@@ -14,22 +15,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .workload import DATA_DIR
+from ..options import READOUT_RUNS, SINGLE_STATE
+from .workload import describe_bench_run, write_result
 
-__all__ = ["READOUT_RUNS", "SINGLE_STATE", "plot_readout_vs_generation", "run_readout_vs_generation"]
-
-SINGLE_STATE = DATA_DIR / "bench_single_state.json"
-READOUT_RUNS = 3  # cold runs of each side; the median is reported
+__all__ = ["command_readout", "format_readout", "plot_readout", "run_readout"]
 
 
-def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, runs: int = READOUT_RUNS,
+def run_readout(settings: Any, request_path: Path = SINGLE_STATE, runs: int = READOUT_RUNS,
                               progress: bool = True) -> dict[str, Any]:
     """Direct readout against greedy JSON generation of the same answers, median of `runs` cold runs."""
     from tqdm.auto import tqdm
 
-    from ..decision.engine import DecisionEngine
-    from ..decision.schema import parse_request
-    from .baseline import generate_json_answers, open_chat_model
+    from ...decision.engine import DecisionEngine
+    from ...decision.schema import parse_request
+    from ..baseline import generate_json_answers, open_chat_model
 
     request = parse_request(json.loads(request_path.read_text()))
     engine = DecisionEngine(settings)
@@ -65,7 +64,12 @@ def run_readout_vs_generation(settings: Any, request_path: Path = SINGLE_STATE, 
     }
 
 
-def plot_readout_vs_generation(doc: dict[str, Any]) -> Any:
+def format_readout(doc: dict[str, Any]) -> str:
+    """The results as `semif bench readout-vs-generation` prints them: every figure but the machine, as JSON."""
+    return json.dumps({k: v for k, v in doc.items() if k not in ("machine",)}, indent=2)
+
+
+def plot_readout(doc: dict[str, Any]) -> Any:
     """Wall time of direct readout against generating the same answers as JSON."""
     import matplotlib.pyplot as plt
 
@@ -77,3 +81,13 @@ def plot_readout_vs_generation(doc: dict[str, Any]) -> Any:
     ax.set_xlabel(f"median seconds, {doc['questions']} questions on one state")
     fig.tight_layout()
     return fig
+
+
+def command_readout(args: Any) -> int:
+    """`semif bench readout-vs-generation`: the run, its figures printed, results/bench/readout-vs-generation.json written."""
+    settings, meta = describe_bench_run(args)
+    doc = {**meta, **run_readout(settings, args.request, args.runs)}
+    print(format_readout(doc))
+    out = write_result(doc, args.output or settings.results_dir / "bench" / "readout-vs-generation.json")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0

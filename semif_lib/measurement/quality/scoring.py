@@ -2,7 +2,7 @@
 option-order rotations, and the JSON-generation baseline on the same model.
 
 Everything here needs a loaded engine (or the chat model, for the baseline). What is done with
-the results needs no model and lives in `evaluation` (`evaluate_decisions`). Heavy imports
+the results needs no model and lives in `evaluate` (`evaluate_decisions`). Heavy imports
 (numpy, tqdm, llama_cpp) stay inside functions.
 """
 
@@ -17,8 +17,8 @@ from .labeled import LabeledItem, label_to_index
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from ..decision.engine import DecisionEngine
-    from ..settings import Settings
+    from ...decision.engine import DecisionEngine
+    from ...settings import Settings
     from .calibration import Decision
 
 __all__ = [
@@ -30,8 +30,8 @@ CONTENT_FREE_STATES = ("N/A", "", "[MASK]")
 
 def _question_hash(engine: "DecisionEngine", qid: str, question: Any) -> str:
     """The key a calibration file's priors use for one question, as this engine lays it out."""
-    from ..decision.calibrator import hash_question
-    from ..decision.prompt import plan_question
+    from ...decision.calibrator import hash_question
+    from ...decision.prompt import plan_question
 
     plan = plan_question(qid, question, engine.renderer.slot_prefix, engine.letter_slots)
     return hash_question(plan.block, plan.kind)
@@ -42,7 +42,7 @@ def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], prog
     import numpy as np
     from tqdm.auto import tqdm
 
-    from ..decision.schema import parse_request
+    from ...decision.schema import parse_request
     from .calibration import Decision
 
     out: list[Decision] = []
@@ -67,7 +67,7 @@ def score_content_free(
     """Option prior per distinct question: probabilities averaged over content-free states (Zhao et al. 2021)."""
     from tqdm.auto import tqdm
 
-    from ..decision.schema import parse_request
+    from ...decision.schema import parse_request
 
     todo: dict[str, tuple[str, dict[str, Any]]] = {}
     for item in items:
@@ -102,7 +102,7 @@ def _mean_over_states(
 
 
 def rotate_options(criteria: dict[str, Any], shift: int) -> dict[str, Any]:
-    from ..decision.prompt import rotate_criteria
+    from ...decision.prompt import rotate_criteria
 
     return rotate_criteria(criteria, shift)
 
@@ -163,8 +163,8 @@ def run_json_baseline(settings: "Settings", model_path: Path | str, items: Seque
     """Greedy JSON generation on the same model (cold: `reset()` before each request), scored per task."""
     from tqdm.auto import tqdm
 
-    from ..decision.schema import parse_request
-    from .baseline import generate_json_answers, open_chat_model
+    from ...decision.schema import parse_request
+    from ..baseline import generate_json_answers, open_chat_model
 
     llm = open_chat_model(settings, model_path)
     per_task: dict[str, dict[str, float]] = {}

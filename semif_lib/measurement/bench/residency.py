@@ -3,23 +3,25 @@
 With a unified KV cache every decode attends over all cells up to the highest one in use (other
 sequences' cells masked), so resident prefixes slow every later request; a spilled prefix costs a
 restore copy when it is hit (`hit_prefill_s`). Each target state is measured at every level under
-both policies in turn (two engines, one process); the other states are the next ones in the workload.
+both policies in turn (two engines, one process); the other states are the next ones in the workload
+(`run_residency`). `format_residency` is what the command prints (docs/benchmarks.md quotes its figures in prose).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from typing import Any, Sequence
 
-from ..errors import InvalidRequestError
+from ...errors import InvalidRequestError
+from ..options import RESIDENT_LEVELS
 from .harness import BenchmarkError
+from .workload import describe_bench_run, load_workload, write_result
 
-__all__ = ["RESIDENCY_POLICIES", "RESIDENCY_STATES", "RESIDENT_LEVELS", "run_residency"]
+__all__ = ["RESIDENCY_POLICIES", "command_residency", "format_residency", "run_residency"]
 
 RESIDENCY_POLICIES = ("spilled", "resident")  # SEMIF_CACHE_SPILL true (the default) and false
-RESIDENT_LEVELS = (0, 1, 2)  # other prefixes cached while a target is measured
-RESIDENCY_STATES = 6  # `semif bench residency` reads the first 6 states: 4 targets with 0, 1, 2 others after each
 STATE_ROOM = 2048  # KV cells a workload state, its branches and slack take
 Samples = dict[str, list[float]]  # per measured figure, one value per target state
 
@@ -79,7 +81,7 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
     """
     from tqdm.auto import tqdm
 
-    from ..decision.engine import DecisionEngine
+    from ...decision.engine import DecisionEngine
 
     most = check_levels(workload, resident)
     room = STATE_ROOM * (most + 2)  # every other prefix plus the target, its branches and slack
@@ -101,3 +103,19 @@ def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: S
         "policies": {p: {str(k): summarize_level(rows[(p, k)], base[p]) for k in resident} for p in RESIDENCY_POLICIES},
         "spilled_vs_resident": {str(k): spilled_vs_resident(rows[("spilled", k)], rows[("resident", k)]) for k in resident},
     }
+
+
+def format_residency(doc: dict[str, Any]) -> str:
+    """The results as `semif bench residency` prints them: each policy at each level, and spilled against resident, as JSON."""
+    return json.dumps({k: doc[k] for k in ("policies", "spilled_vs_resident")}, indent=2)
+
+
+def command_residency(args: Any) -> int:
+    """`semif bench residency`: the run, its figures printed, results/bench/residency.json written."""
+    settings, meta = describe_bench_run(args)
+    workload = load_workload(args.workload, states=args.states)
+    doc = {**meta, **run_residency(settings, workload, args.resident)}
+    print(format_residency(doc))
+    out = write_result(doc, args.output or settings.results_dir / "bench" / "residency.json")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0

@@ -1,9 +1,9 @@
 """`semif bench peer`'s figures: tallies across states, the summaries, targets and ceiling, and the report.
 
-`PeerTally` gathers one path's totals while the run goes (`peer_run`); `summarize_paths`,
+`PeerTally` gathers one path's totals while the run goes (`run`); `summarize_paths`,
 `check_peer_targets` and `estimate_peer_ceiling` turn them into the typed summaries of
-`peer_types`; `format_markdown` (the tables the README quotes verbatim) and `plot_peer` read a
-`PeerResults` or a results file's JSON.
+`results`; `format_peer` (the tables docs/benchmarks.md and the README quote verbatim), `plot_peer`
+and `save_peer_plot` read a `PeerResults` or a results file's JSON.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .agreement import Agreement
-from .harness import rounded
-from .peer_protocol import Pass
-from .peer_types import (
+from ...agreement import Agreement
+from ...plots import save_figure
+from ..harness import rounded
+from .protocol import Pass
+from .results import (
     SERVER_CACHED,
     SERVER_COLD,
     Ceiling,
@@ -28,9 +29,8 @@ from .peer_types import (
     ReadoutTarget,
     SpeedTarget,
 )
-from .plots import save_figure
 
-__all__ = ["PeerTally", "check_peer_targets", "estimate_peer_ceiling", "format_markdown", "plot_peer", "save_peer_plot",
+__all__ = ["PeerTally", "check_peer_targets", "estimate_peer_ceiling", "format_peer", "plot_peer", "save_peer_plot",
            "summarize_paths"]
 
 # Targets from the issue; checked and reported, never asserted in tests.
@@ -167,7 +167,7 @@ def estimate_peer_ceiling(paths: dict[str, PathSummary]) -> dict[str, Ceiling]:
     excluded; for overlapping concurrent requests the wall time); the rest of the wall time is
     per-request overhead (HTTP, templating, tokenizing, queueing), reported per request.
     `at_equal_token_cost` is the token ratio: what the decision path gains if a token costs the same
-    on both sides and nothing else costs, the analogue of `modes.estimate_fork_ceiling` for fork
+    on both sides and nothing else costs, the analogue of `bounds.estimate_fork_ceiling` for fork
     against fresh. `at_measured_token_cost` weights each side's tokens by its own measured cost per
     token (one large batch of branches against many small requests), still without overheads.
     """
@@ -228,7 +228,7 @@ def _ceiling_rows(name: str, c: Ceiling) -> list[str]:
             f"{c.at_measured_token_cost}x (measured {c.measured}x)."]
 
 
-def format_markdown(doc: PeerResults | dict[str, Any]) -> str:
+def format_peer(doc: PeerResults | dict[str, Any]) -> str:
     """Paths, the 8-client phase, the targets and the ceiling as Markdown, for the README to quote verbatim."""
     results = PeerResults.of(doc)
     rows = []

@@ -25,7 +25,7 @@ its reference.
 A second phase puts 8 clients, each with its own states, on each server in turn (llama-server with
 `--parallel 8`; `semif serve` batching across requests): throughput and p50/p95 latency per state.
 
-`run_peer` returns the results as `peer_types.PeerResults` (`peer.command_peer` writes them to
+`run_peer` returns the results as `results.PeerResults` (`command_peer` writes them to
 `results/bench/peer.json`; `--quick`: `peer-quick.json`). Nothing here imports the serving wing;
 the servers are separate processes, as in production.
 """
@@ -35,15 +35,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
-from ..errors import InvalidRequestError
-from .harness import refuse_unknown, running_serve, server_env
-from .peer_protocol import (
-    CLIENT_TIMEOUT_S,
+from ....errors import InvalidRequestError
+from ...options import PEER_PATHS, QUICK_STATES
+from ..harness import refuse_unknown, running_serve
+from ..workload import describe_machine, load_workload, write_result
+from .config import CLIENT_TIMEOUT_S, N_BATCH, N_UBATCH, PeerConfig
+from .protocol import (
     TOP_LOGPROBS,
     Pass,
     argmax_answers,
@@ -55,10 +57,9 @@ from .peer_protocol import (
     run_clients,
     warm_up,
 )
-from .peer_report import PeerTally, check_peer_targets, estimate_peer_ceiling, summarize_paths
-from .peer_types import (
+from .report import PeerTally, check_peer_targets, estimate_peer_ceiling, format_peer, save_peer_plot, summarize_paths
+from .results import (
     CLIENT_SIDES,
-    PEER_PATHS,
     ClientPhase,
     ClientPhases,
     DecisionServer,
@@ -69,63 +70,9 @@ from .peer_types import (
     WorkloadSummary,
 )
 
-__all__ = ["PeerConfig", "check_paths", "peer_defaults", "run_peer"]
+__all__ = ["check_paths", "command_peer", "run_peer"]
 
-N_BATCH, N_UBATCH = 2048, 512  # both sides
 REFERENCE_B = "reference-b"  # the untimed decision request on the concurrent pass's text: that pass's reference
-
-
-@dataclass
-class PeerConfig:
-    """What both servers share (threads, KV cells, batch sizes) and how the run is laid out."""
-
-    threads: int = 2
-    n_ctx: int = 16384  # KV cells on each side: llama-server's 8 slots hold 8 states of up to 2,048 tokens
-    parallel: int = 8  # llama-server slots (and the requests the concurrent path keeps in flight)
-    clients: int = 8
-    concurrency_states: int | None = None  # states in the 8-client phase (default: every state)
-    questions: int | None = None  # first N questions per state (tests); None: all
-    paths: Sequence[str] = PEER_PATHS
-    kind: str = "auto"  # text server: auto, container or native
-    decision_llama: str = "auto"  # libllama under semif serve: "build" (the peer's llama.cpp build), "venv" (llama-cpp-python's own), auto
-    port: int = 18190  # semif serve; llama-server takes the next one
-    log_dir: Path = Path("results/tmp")
-    model_path: Path | None = None
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-
-    def sm_env(self, kv_unified: bool = True) -> dict[str, str]:
-        """The text DLC's `SM_LLAMA_CPP_*` configuration for the same threads, cells and batch sizes."""
-        from ..llama_flags import build_sm_env
-
-        return build_sm_env({"ctx_size": self.n_ctx, "threads": self.threads, "threads_batch": self.threads,
-                             "parallel": self.parallel, "batch_size": N_BATCH, "ubatch_size": N_UBATCH, "flash_attn": "auto",
-                             "kv_unified": kv_unified, "n_gpu_layers": 0})
-
-    def serve_env(self, model_path: Path) -> dict[str, str]:
-        """`semif serve`'s environment: its defaults, with the same model, threads, cells and batch sizes.
-
-        The queue wait limit is the client's timeout (`CLIENT_TIMEOUT_S`), not SageMaker's 60 s.
-        The prefix cache keeps its defaults (`SEMIF_CACHE_TOKENS`, 4,096 tokens: two or three states
-        here, spilled to host memory between requests, so they hold no KV cells while other states
-        are scored); no state in this run is asked about again after its cached pass.
-        """
-        from ..settings import Settings
-
-        cache_tokens = min(Settings.model_fields["cache_tokens"].default, self.n_ctx // 2)
-        return server_env(self.threads, SEMIF_MODEL_PATH=str(model_path), SEMIF_N_CTX=str(self.n_ctx),
-                          SEMIF_CACHE_TOKENS=str(cache_tokens), SEMIF_CHECK_INVARIANTS="0",
-                          SEMIF_N_BATCH=str(N_BATCH), SEMIF_N_UBATCH=str(N_UBATCH), SEMIF_FLASH_ATTN="auto",
-                          SEMIF_REQUEST_TIMEOUT_S=str(CLIENT_TIMEOUT_S))
-
-    @classmethod
-    def from_options(cls, **given: Any) -> "PeerConfig":
-        """A config from command-line options: a field given as None (a flag left out) keeps its default here."""
-        return cls(**{name: value for name, value in given.items() if value is not None})
-
-
-def peer_defaults() -> dict[str, Any]:
-    """Each `PeerConfig` field's default, for the command line's help (the one source of the benchmark's defaults)."""
-    return {f.name: f.default for f in fields(PeerConfig) if f.default is not MISSING}
 
 
 @dataclass
@@ -245,7 +192,7 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
     """
     from importlib import metadata
 
-    from ..containers import find_llama_server
+    from ....containers import find_llama_server
 
     binary = find_llama_server()
     directory = binary.parent.resolve() if binary else None
@@ -264,7 +211,7 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
 
 def offers_flag(flag: str) -> bool | None:
     """Whether the native llama-server's `--help` lists `flag` (None when there is no native binary to ask)."""
-    from ..containers import find_llama_server
+    from ....containers import find_llama_server
 
     binary = find_llama_server()
     if binary is None:
@@ -294,8 +241,8 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     import httpx
     from tqdm.auto import tqdm
 
-    from ..containers import run_text_server
-    from ..modelfile import find_model_path
+    from ....containers import run_text_server
+    from ....modelfile import find_model_path
 
     check_paths(config.paths)
     say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
@@ -342,3 +289,32 @@ def assemble_peer(run: PeerRun, concurrency: ClientPhases | None, partial: str |
         targets=check_peer_targets(paths, concurrency, run.json_speedups),
         per_state=run.per_state,
     )
+
+
+# ---------------------------------------------------------------- the command
+def config_from_args(args: Any) -> PeerConfig:
+    """The run's `PeerConfig` from the flags given; every flag left out (None) keeps the config's default."""
+    names = ("threads", "n_ctx", "parallel", "clients", "questions", "paths", "kind", "decision_llama", "port", "log_dir", "model_path")
+    return PeerConfig.from_options(**{name: getattr(args, name) for name in names})
+
+
+def command_peer(args: Any) -> int:
+    """`semif bench peer`: the run, checkpointed after every state, the Markdown printed, results and plot written."""
+    config = config_from_args(args)
+    check_paths(config.paths)
+    workload = load_workload(args.workload, states=args.states or (QUICK_STATES if args.quick else None))
+    phase = args.concurrency_states or (config.clients if args.quick else None)
+    concurrency = load_workload(args.workload, states=phase) if config.clients else []
+    head = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "peer"] else "semif bench peer",
+            "machine": describe_machine(SimpleNamespace(threads=config.threads, flash_attn="auto", n_ubatch=N_UBATCH))}
+    output = args.output or Path("results/bench") / ("peer-quick.json" if args.quick else "peer.json")
+
+    def checkpoint(partial: PeerResults) -> None:
+        write_result(partial.model_copy(update=head).to_json(), output)
+        format_peer(partial)  # the report reads every figure after the first state already, not first at the end
+
+    results = run_peer(config, workload, concurrency, checkpoint=checkpoint).model_copy(update=head)
+    out = write_result(results.to_json(), output)
+    print(format_peer(results))
+    print(f"wrote {out} and {save_peer_plot(results, out.with_suffix('.png'))}", file=sys.stderr)
+    return 0

@@ -17,17 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..decision.prompt import QuestionPlan, build_messages, generate_letter_slots, plan_question
-from ..decision.schema import parse_request, render_content
-from ..errors import InvalidRequestError
-from .agreement import top_option
-from .baseline import build_json_messages, parse_generation
-from .harness import percentile, post_json, rounded
-from .peer_types import ClientPhase
-from .workload import first_questions
+from ....decision.prompt import QuestionPlan, build_messages, generate_letter_slots, plan_question
+from ....decision.schema import parse_request, render_content
+from ....errors import InvalidRequestError
+from ...agreement import top_option
+from ...baseline import build_json_messages, parse_generation
+from ..harness import percentile, post_json, rounded
+from ..workload import first_questions
+from .config import CLIENT_TIMEOUT_S
+from .results import ClientPhase
 
 __all__ = [
-    "CLIENT_TIMEOUT_S",
     "TOP_LOGPROBS",
     "Generation",
     "Pass",
@@ -45,10 +45,6 @@ __all__ = [
 ]
 
 TOP_LOGPROBS = 20  # the most OpenAI's API (and llama-server's default) returns
-# Seconds a client waits for one answer, and what `semif serve` lets a request wait in its queue. In
-# the client phase a state can wait a whole round of 8 others (about 90 s of branches on 2 cores),
-# far past the adapter's SageMaker-sized default of 55 s; llama-server has no such limit, so neither side has one here.
-CLIENT_TIMEOUT_S = 900
 
 
 # ---------------------------------------------------------------- requests and answers

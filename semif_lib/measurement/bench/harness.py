@@ -3,7 +3,7 @@
 `robustness` (`semif bench robustness`) and `peer` (`semif bench peer`) start `semif serve` as a
 separate process with `running_serve` (over the project's one server harness,
 `processes.start_server`) and its `server_env`, and time each call with
-`post_json`; `bench` (`semif bench modes`, in process) times engine calls with `time_call`.
+`post_json`; `paths` (`semif bench modes`, in process) times engine calls with `time_call`.
 Every benchmark refuses an unknown `--paths` name with `refuse_unknown` before anything starts,
 rounds its figures with `rounded`, and stops with `BenchmarkError` when a premise of the
 measurement fails.
@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import InvalidRequestError, SemifError
-from ..processes import start_server
+from ...errors import InvalidRequestError, SemifError
+from ...processes import start_server
 
 __all__ = ["BenchmarkError", "percentile", "post_json", "refuse_unknown", "rounded", "running_serve", "server_env", "time_call"]
 

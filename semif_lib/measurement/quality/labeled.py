@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import InvalidRequestError
-from ..jsonlines import read_lines
+from ...errors import InvalidRequestError
+from ...jsonlines import read_lines
 
 __all__ = ["LabeledItem", "describe_missing_labels", "label_to_index", "read_labeled", "read_labeled_limited", "stratified_subset"]
 
@@ -121,7 +121,7 @@ def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledI
 
 def parse_labeled_line(path: Path, number: int, line: str) -> LabeledItem:
     """One line of a labeled file; any error names `file:line`."""
-    from ..decision.schema import parse_json_bytes, parse_request
+    from ...decision.schema import parse_json_bytes, parse_request
 
     where = f"{path.name}:{number}"
     try:

@@ -1,10 +1,11 @@
 """`semif bench modes`: the 37-state x 21-criterion workload through every execution path, side by side.
 
-Fresh, serial, parallel, cached, naive-user and oneshot run interleaved state by state, each from
-an empty cache, so that machine noise hits every path alike. The results report decisions/s, state
-p50, prefill tokens/s, argmax flips and max |Δp| of each path against fresh (`agreement`), the
-cached path against the bound its token counts allow, the most forking can gain on this workload
-(`estimate_fork_ceiling`) and the issue's targets. `bench` is the command line and the report.
+Fresh, serial, parallel, cached, naive-user and oneshot (`options.PATHS`) run interleaved state by
+state, each from an empty cache, so that machine noise hits every path alike (`run_paths`). The
+results report decisions/s, state p50, prefill tokens/s, argmax flips and max |Δp| of each path
+against fresh (`agreement`), the cached path against the bound its token counts allow, the most
+forking can gain on this workload and the issue's targets (`bounds`); `format_paths`
+is the Markdown docs/benchmarks.md quotes, `plot_paths` the notebooks' chart, `command_paths` the command.
 """
 
 from __future__ import annotations
@@ -14,21 +15,16 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .agreement import Agreement
+from ..agreement import Agreement
+from ..options import PATHS, QUICK_FRESH_QUESTIONS
+from .bounds import check_targets, estimate_fork_ceiling
 from .harness import BenchmarkError, refuse_unknown, time_call
-from .workload import first_questions
+from .workload import describe_bench_run, first_questions, load_workload, write_result
 
-__all__ = ["FORK_PATHS", "PATHS", "QUICK_FRESH_QUESTIONS", "check_paths", "estimate_fork_ceiling", "run_modes"]
+__all__ = ["FORK_PATHS", "check_paths", "command_paths", "format_paths", "format_paths_table", "plot_paths",
+           "run_paths"]
 
-QUICK_FRESH_QUESTIONS = 3  # fresh costs ~20x the others; its per-decision cost does not depend on how many
-PATHS = ("fresh", "serial", "parallel", "cached", "naive-user", "oneshot")
 FORK_PATHS = ("serial", "parallel", "cached")
-
-# Targets from the issue; checked and reported, never asserted in tests.
-TARGET_FORK_VS_FRESH = 15.0
-TARGET_FORK_VS_ONESHOT = 1.10
-TARGET_CACHED_FRACTION = 0.85
-TARGET_BEST_VS_NAIVE = 1.15
 
 
 def probabilities_of(response: Any) -> dict[str, dict[str, float]]:
@@ -45,8 +41,8 @@ class PathTally:
 
 
 @dataclass
-class ModesRun:
-    """One `run_modes` call: the loaded models, the paths to run, and everything gathered across states.
+class PathsRun:
+    """One `run_paths` call: the loaded models, the paths to run, and everything gathered across states.
 
     The token statistics come from parallel's first request on each state (it reports the prefix,
     suffix and branch token counts), and the cache bounds from the cached request right after it.
@@ -79,7 +75,7 @@ class StateRun:
         return len(self.request["questions"])
 
 
-def run_fresh_path(run: ModesRun, state: StateRun, path: str) -> float:
+def run_fresh_path(run: PathsRun, state: StateRun, path: str) -> float:
     """Fresh on the first `fresh_questions` questions only: its cost per decision does not depend on how many."""
     request = first_questions(state.request, run.fresh_questions)
     seconds, response = time_call(lambda: run.engine.score(request, mode="fresh"))
@@ -88,7 +84,7 @@ def run_fresh_path(run: ModesRun, state: StateRun, path: str) -> float:
     return seconds
 
 
-def score_fork(run: ModesRun, state: StateRun, path: str) -> tuple[float, Any]:
+def score_fork(run: PathsRun, state: StateRun, path: str) -> tuple[float, Any]:
     """(seconds, response) of the whole state through the engine mode named `path`."""
     seconds, response = time_call(lambda: run.engine.score(state.request, mode=path))
     state.probs[path] = probabilities_of(response)
@@ -96,12 +92,12 @@ def score_fork(run: ModesRun, state: StateRun, path: str) -> tuple[float, Any]:
     return seconds, response
 
 
-def run_fork_path(run: ModesRun, state: StateRun, path: str) -> float:
+def run_fork_path(run: PathsRun, state: StateRun, path: str) -> float:
     """Serial or oneshot: one timed request, nothing else to record."""
     return score_fork(run, state, path)[0]
 
 
-def run_parallel_path(run: ModesRun, state: StateRun, path: str) -> float:
+def run_parallel_path(run: PathsRun, state: StateRun, path: str) -> float:
     """Parallel's first request, whose token counts feed the statistics; the cached path is measured right after."""
     seconds, response = score_fork(run, state, path)
     record_fork_tokens(run, state, response.timing)
@@ -110,7 +106,7 @@ def run_parallel_path(run: ModesRun, state: StateRun, path: str) -> float:
     return seconds
 
 
-def record_fork_tokens(run: ModesRun, state: StateRun, timing: dict[str, Any]) -> None:
+def record_fork_tokens(run: PathsRun, state: StateRun, timing: dict[str, Any]) -> None:
     """Prefix, suffix and branch token counts and prefill speed of a parallel first request."""
     state.record["prefix_tokens"] = timing["prefix_tokens"]
     state.record["suffix_tokens"] = timing["suffix_tokens"]
@@ -124,7 +120,7 @@ def record_fork_tokens(run: ModesRun, state: StateRun, timing: dict[str, Any]) -
                       "prefill_s": timing["prefill_s"], "branches_s": timing["branches_s"]})
 
 
-def run_cached_path(run: ModesRun, state: StateRun, first_s: float, timing: dict[str, Any]) -> None:
+def run_cached_path(run: PathsRun, state: StateRun, first_s: float, timing: dict[str, Any]) -> None:
     """The same request again with its prefix resident, against the bound that token counts allow."""
     seconds, response = time_call(lambda: run.engine.score(state.request, mode="parallel"))
     if response.usage.cached_tokens != timing["prefix_tokens"]:
@@ -139,9 +135,9 @@ def run_cached_path(run: ModesRun, state: StateRun, first_s: float, timing: dict
     run.decoded_bounds.append((timing["prefix_tokens"] + timing["branch_tokens"]) / timing["branch_tokens"])
 
 
-def run_naive_user_path(run: ModesRun, state: StateRun, path: str) -> float:
+def run_naive_user_path(run: PathsRun, state: StateRun, path: str) -> float:
     """What a llama-cpp-python chat user would do: one completion per question, top logprobs read back."""
-    from .baseline import read_top_logprobs
+    from ..baseline import read_top_logprobs
 
     seconds, probs = time_call(lambda: read_top_logprobs(run.naive_llm, state.request, reset=True))
     state.probs[path] = probs
@@ -149,7 +145,7 @@ def run_naive_user_path(run: ModesRun, state: StateRun, path: str) -> float:
     return seconds
 
 
-PathRunner = Callable[[ModesRun, StateRun, str], float]
+PathRunner = Callable[[PathsRun, StateRun, str], float]
 # Every path but "cached", which `run_parallel_path` measures right after parallel's first request.
 PATH_RUNNERS: dict[str, PathRunner] = {
     "fresh": run_fresh_path,
@@ -165,7 +161,7 @@ def check_paths(paths: Sequence[str]) -> None:
     refuse_unknown(paths, PATHS)
 
 
-def run_state(run: ModesRun, row: dict[str, Any]) -> None:
+def run_state(run: PathsRun, row: dict[str, Any]) -> None:
     """Every path on one state in `paths` order, each from an empty cache, then each compared with fresh."""
     state = StateRun(request={"state": row["state"], "questions": row["questions"]},
                      record={"id": row.get("id"), "seconds": {}})
@@ -180,7 +176,7 @@ def run_state(run: ModesRun, row: dict[str, Any]) -> None:
     compare_with_fresh(run, state)
 
 
-def compare_with_fresh(run: ModesRun, state: StateRun) -> None:
+def compare_with_fresh(run: PathsRun, state: StateRun) -> None:
     """Add each path's argmax flips and max |dp| against fresh on this state to its tally."""
     if "fresh" not in state.probs:
         return
@@ -189,7 +185,7 @@ def compare_with_fresh(run: ModesRun, state: StateRun) -> None:
             run.tallies[path].agreement.add(state.probs["fresh"], probs)
 
 
-def run_modes(
+def run_paths(
     settings: Any,
     workload: Sequence[dict[str, Any]],
     paths: Sequence[str] = PATHS,
@@ -199,20 +195,20 @@ def run_modes(
     """Every path on every state, interleaved per state; returns the results document."""
     from tqdm.auto import tqdm
 
-    from ..decision.engine import DecisionEngine
-    from .baseline import open_chat_model
+    from ...decision.engine import DecisionEngine
+    from ..baseline import open_chat_model
 
     check_paths(paths)
     engine = DecisionEngine(settings)
     naive_llm = open_chat_model(settings, logits_all=True) if "naive-user" in paths else None
-    run = ModesRun(engine=engine, naive_llm=naive_llm, paths=paths, fresh_questions=fresh_questions,
+    run = PathsRun(engine=engine, naive_llm=naive_llm, paths=paths, fresh_questions=fresh_questions,
                    tallies={p: PathTally() for p in paths})
     try:
         for row in tqdm(workload, desc="bench modes", unit="state", file=sys.stderr, disable=not progress):
             run_state(run, row)
     finally:
         engine.close()
-    return summarize_modes(run, workload)
+    return summarize_run(run, workload)
 
 
 def summarize_paths(tallies: dict[str, PathTally]) -> dict[str, dict[str, Any]]:
@@ -232,7 +228,7 @@ def summarize_paths(tallies: dict[str, PathTally]) -> dict[str, dict[str, Any]]:
     return summary
 
 
-def summarize_modes(run: ModesRun, workload: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarize_run(run: PathsRun, workload: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The results document: workload shape, per-path figures, cache bounds, fork ceiling, targets, per state."""
     summary = summarize_paths(run.tallies)
     suffix, prefix, bounds = run.suffix_lengths, run.prefix_lengths, run.bound_ratios
@@ -255,55 +251,74 @@ def summarize_modes(run: ModesRun, workload: Sequence[dict[str, Any]]) -> dict[s
     }
 
 
-def estimate_fork_ceiling(forks: Sequence[dict[str, float]]) -> dict[str, Any] | None:
-    """How far forking can beat fresh on this workload, from token counts and the measured per-token costs.
+def format_paths_table(doc: dict[str, Any]) -> str:
+    """The paths as `semif bench modes` prints them: a plain table, the token counts, the targets and the fork ceiling."""
+    import pandas as pd
 
-    Fresh decodes n*P + S tokens per state (every question re-reads the prefix P); a fork decodes P + D,
-    where D are the branch tokens actually decoded. At equal cost per token the ratio is
-    (n*P + S) / (P + D). A branch token attends to the whole prefix while an average prefill token
-    attends to half of it, so a branch token costs more; weighting D by that measured cost gives
-    the ceiling the hardware allows.
-    """
-    forks = [f for f in forks if f["prefill_s"] > 0 and f["decoded"] > 0]
-    if not forks:
-        return None
-    prefix = sum(f["prefix"] for f in forks)
-    decoded = sum(f["decoded"] for f in forks)
-    prefill_rate = prefix / sum(f["prefill_s"] for f in forks)
-    branch_rate = decoded / sum(f["branches_s"] for f in forks)
-    cost = prefill_rate / branch_rate
-    fresh_tokens = sum(f["questions"] * f["prefix"] + f["suffix"] for f in forks)
-    return {
-        "prefill_tokens_per_s": round(prefill_rate, 1),
-        "branch_tokens_per_s": round(branch_rate, 1),
-        "branch_token_cost_vs_prefill": round(cost, 3),
-        "suffix_tokens_shared_by_tree": round(1 - decoded / sum(f["suffix"] for f in forks), 4),
-        "fork_vs_fresh_at_equal_token_cost": round(fresh_tokens / (prefix + decoded), 2),
-        "fork_vs_fresh_at_measured_token_cost": round(fresh_tokens / (prefix + cost * decoded), 2),
-    }
+    frame = pd.DataFrame.from_dict(doc["paths"], orient="index")
+    cols = ["decisions", "seconds", "decisions_per_s", "state_p50_s", "argmax_flips_vs_fresh", "max_abs_dp_vs_fresh"]
+    lines = [frame[cols].to_string(), ""]
+    lines.append(f"prefill {doc['prefill_tokens_per_s']} tokens/s; suffix tokens mean {doc['workload']['suffix_tokens_mean']}, "
+                 f"max {doc['workload']['suffix_tokens_max']}; prefix tokens mean {doc['workload']['prefix_tokens_mean']}")
+    for name, target in doc["targets"].items():
+        lines.append(f"{name}: {target}")
+    if doc.get("fork_ceiling"):
+        lines.append(f"fork ceiling: {doc['fork_ceiling']}")
+    return "\n".join(lines)
 
 
-def check_targets(summary: dict[str, dict[str, Any]], bound_ratios: Sequence[tuple[float, float]]) -> dict[str, Any]:
-    """The issue's targets, as measured ratios and pass/fail flags."""
-    rate = {p: s["decisions_per_s"] for p, s in summary.items() if s["decisions_per_s"]}
-    forks = {p: rate[p] for p in ("serial", "parallel") if p in rate}
-    out: dict[str, Any] = {}
-    if forks:
-        best_path = max(forks, key=forks.get)
-        best = forks[best_path]
-        out["best_fork_path"] = best_path
-        if "fresh" in rate:
-            out["best_fork_vs_fresh"] = {"ratio": round(best / rate["fresh"], 2), "target": TARGET_FORK_VS_FRESH,
-                                         "met": best / rate["fresh"] >= TARGET_FORK_VS_FRESH}
-        if "oneshot" in rate:
-            slower = rate["oneshot"] / best
-            out["oneshot_vs_best_fork"] = {"ratio": round(slower, 3), "target_at_most": TARGET_FORK_VS_ONESHOT,
-                                           "met": slower <= TARGET_FORK_VS_ONESHOT}
-        if "naive-user" in rate:
-            out["best_fork_vs_naive_user"] = {"ratio": round(best / rate["naive-user"], 2), "target": TARGET_BEST_VS_NAIVE,
-                                              "met": best / rate["naive-user"] >= TARGET_BEST_VS_NAIVE}
-    if bound_ratios:
-        fraction = statistics.median(r / b for r, b in bound_ratios)
-        out["cached_fraction_of_bound"] = {"ratio": round(fraction, 3), "target": TARGET_CACHED_FRACTION,
-                                           "met": fraction >= TARGET_CACHED_FRACTION}
-    return out
+def format_paths(doc: dict[str, Any]) -> str:
+    """The paths table and the targets as Markdown, so the README can quote a results file verbatim."""
+    rows = ["| path | decisions | decisions/s | state p50 (s) | argmax flips vs fresh | max \\|Δp\\| vs fresh |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for path, r in doc["paths"].items():
+        flips = "-" if path == "fresh" else r["argmax_flips_vs_fresh"]
+        dp = "-" if path == "fresh" else f"{r['max_abs_dp_vs_fresh']:.3f}"
+        rows.append(f"| {path} | {r['decisions']} | {r['decisions_per_s']:.3f} | {r['state_p50_s']:.2f} | {flips} | {dp} |")
+    rows += ["", "| target | measured ratio | met |", "|---|---:|---|"]
+    for name, t in doc["targets"].items():
+        if isinstance(t, dict):
+            limit = t.get("target", t.get("target_at_most"))
+            rows.append(f"| {name} (target {limit}) | {t['ratio']} | {'yes' if t['met'] else 'no'} |")
+    ceiling = doc.get("fork_ceiling")
+    if ceiling:
+        rows += ["", f"Fork against fresh, the most this workload allows: {ceiling['fork_vs_fresh_at_equal_token_cost']}x if a branch "
+                 f"token cost what a prefill token costs, {ceiling['fork_vs_fresh_at_measured_token_cost']}x at the measured cost "
+                 f"(a branch token costs {ceiling['branch_token_cost_vs_prefill']}x a prefill token; the token tree decoded "
+                 f"{100 * ceiling['suffix_tokens_shared_by_tree']:.1f} % fewer suffix tokens)."]
+    return "\n".join(rows)
+
+
+def plot_paths(doc: dict[str, Any]) -> Any:
+    """Bar chart of decisions/s per path, with the oneshot lower bound drawn as a line."""
+    import matplotlib.pyplot as plt
+
+    paths = [p for p in doc["paths"] if p != "oneshot"]
+    rates = [doc["paths"][p]["decisions_per_s"] for p in paths]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    bars = ax.bar(paths, rates, color=["#bbbbbb" if p in ("fresh", "naive-user") else "#3b7dd8" for p in paths])
+    ax.bar_label(bars, fmt="%.2f")
+    if "oneshot" in doc["paths"]:
+        ax.axhline(doc["paths"]["oneshot"]["decisions_per_s"], color="#d8533b", linestyle="--", label="oneshot bound (one batch)")
+    ceiling, fresh = doc.get("fork_ceiling"), doc["paths"].get("fresh", {}).get("decisions_per_s")
+    if ceiling and fresh:  # what the token counts and measured per-token costs allow a fork path
+        ax.axhline(fresh * ceiling["fork_vs_fresh_at_measured_token_cost"], color="#555555", linestyle=":",
+                   label=f"fork ceiling ({ceiling['fork_vs_fresh_at_measured_token_cost']}x fresh)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left")
+    ax.set_ylabel("decisions / s")
+    ax.set_title(f"{doc['workload']['states']} states x 21 criteria, {doc['machine']['threads']} threads")
+    fig.tight_layout()
+    return fig
+
+
+def command_paths(args: Any) -> int:
+    """`semif bench modes`: the run on the workload's states, its table printed, results/bench/modes[-quick].json written."""
+    settings, meta = describe_bench_run(args)
+    workload = load_workload(args.workload, quick=args.quick, states=args.states)
+    fresh_questions = args.fresh_questions or (QUICK_FRESH_QUESTIONS if args.quick else None)
+    doc = {**meta, **run_paths(settings, workload, args.paths.split(","), fresh_questions)}
+    print(format_paths_table(doc))
+    out = write_result(doc, args.output or settings.results_dir / "bench" / ("modes-quick.json" if args.quick else "modes.json"))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0

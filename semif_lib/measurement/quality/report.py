@@ -1,7 +1,7 @@
 """`semif eval`'s report as text and figures: the metrics table, the README's Markdown tables and the
 reliability diagram.
 
-All of it reads a report dict (`evaluation.evaluate_decisions` builds it, and `semif eval --output`
+All of it reads a report dict (`evaluate.evaluate_decisions` builds it, and `semif eval --output`
 saves it), so a saved report can be printed or plotted again without the model. pandas and
 matplotlib are imported inside the functions.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .plots import save_figure
+from ..plots import save_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -123,7 +123,7 @@ def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], pa
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .calibration import N_BINS, compute_ece, compute_reliability
+    from .metrics import N_BINS, compute_ece, compute_reliability
 
     names = list(sets)
     fig, axes = plt.subplots(2, len(names), figsize=(3.6 * len(names), 6.2), squeeze=False, gridspec_kw={"height_ratios": [3, 1.3]})
@@ -175,7 +175,7 @@ def variant_probabilities(
     decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, folds: int, seed: int
 ) -> dict[str, list["np.ndarray"]]:
     """Recompute the per-decision probabilities of raw / debiased / out-of-fold calibrated (deterministic) for plots."""
-    from ..decision.readout import softmax
+    from ...decision.readout import softmax
     from .calibration import predict_out_of_fold, prior_remover
 
     out: dict[str, list[Any]] = {"raw": [d.probabilities for d in decisions]}

@@ -12,14 +12,14 @@ and shows up in the counts:
 * `decode_faults`: a second server whose `llama_decode` fails at random (`SEMIF_FAULT_RATE`);
   every answer is 200 or a 503 `decode_failed`, and a retry of each failed request succeeds.
 
-Results go to `results/bench/robustness.json` (`--quick`: `robustness-quick.json`). Nothing
-here imports the serving wing: the server is a separate process, started by the benchmarks'
-harness (`harness.running_serve`), as in production.
+`run_robustness` runs every phase, `format_robustness` is the figures table docs/serving.md and the
+README quote, and `command_robustness` writes `results/bench/robustness.json` (`--quick`:
+`robustness-quick.json`). Nothing here imports the serving wing: the server is a separate process,
+started by the benchmarks' harness (`harness.running_serve`), as in production.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -29,11 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from ..arguments import run_command
-from ..errors import read_error
+from ...errors import read_error
 from .harness import percentile, running_serve, server_env
 
-__all__ = ["bad_input_cases", "register_cli", "run_robustness", "running_serve", "server_env"]
+__all__ = ["bad_input_cases", "command_robustness", "format_robustness", "run_robustness"]
 
 SMALL_QUESTIONS = {
     "bug": {"type": "noul", "instructions": "Is this a bug report?"},
@@ -303,7 +302,7 @@ def summarize_figures(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def format_markdown(doc: dict[str, Any]) -> str:
+def format_robustness(doc: dict[str, Any]) -> str:
     """The figures table the README quotes."""
     load, kv, nested, bad, faults = (doc[k] for k in ("load", "kv_pressure", "nested_prefixes", "bad_inputs", "decode_faults"))
 
@@ -327,28 +326,13 @@ def format_markdown(doc: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def command_robustness(args: argparse.Namespace) -> int:
+def command_robustness(args: Any) -> int:
+    """`semif bench robustness`: every phase, the table printed, results/bench/robustness[-quick].json written (exit 1: a figure missed)."""
     doc = {"command": "semif bench robustness" + (" --quick" if args.quick else "") + f" --threads {args.threads}",
            **run_robustness(quick=args.quick, threads=args.threads, port=args.port)}
     out = args.output or Path("results/bench") / ("robustness-quick.json" if args.quick else "robustness.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    print(format_markdown(doc))
+    print(format_robustness(doc))
     print(f"wrote {out}", file=sys.stderr)
     return 0 if all(f["met"] for f in doc["figures"].values()) else 1
-
-
-def register_cli(bench_subparsers: Any) -> None:
-    """`semif bench robustness` (registered by `bench.register_cli` under `semif bench`)."""
-    p = bench_subparsers.add_parser("robustness", help="semif serve under load, KV pressure, nested prefixes, bad input and decode faults")
-    p.add_argument("--quick", action="store_true", help="8 clients x 5 requests, 20 nested, 40 fault requests (about 2 minutes)")
-    p.add_argument("--threads", type=int, default=2, help="llama.cpp threads of the server (default 2)")
-    p.add_argument("--port", type=int, default=18090, help="loopback port of the server (the fault server uses the next one)")
-    p.add_argument("--output", type=Path, help="results file (default results/bench/robustness[-quick].json)")
-    p.set_defaults(func=command_robustness)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    parser = argparse.ArgumentParser(prog="python -m semif_lib.measurement.robustness")
-    register_cli(parser.add_subparsers(dest="which", required=True))
-    sys.exit(run_command(parser.parse_args(sys.argv[1:] or ["robustness", "--quick"])))

@@ -12,56 +12,41 @@ For each labeled request it reads the raw option logits, then reports, per workl
   of the argmax, and the metrics of the probabilities averaged over orders;
 * the JSON-generation baseline on the same model: does the readout beat asking the model to write?
 
-This module turns decisions into the report (`evaluate_decisions`, no model needed) and runs the
-command. Its neighbours do the rest: `labeled` reads the input, `evaluation_scoring` asks the
-model, and `evaluation_report` prints and plots a report. Their public names are importable from here too.
-
-Heavy imports (numpy, pandas, matplotlib, llama_cpp) stay inside functions: `semif --help`
-imports this module.
+This module turns decisions into the report (`evaluate_decisions`, no model needed; `evaluate_workload`
+with one) and runs the command (`command_eval`). Its neighbours do the rest: `labeled` reads the input,
+`scoring` asks the model, `report` prints and plots a report, `calibration` and `prediction_sets` fit
+what `--calibrate` writes. numpy, pandas, matplotlib and llama_cpp load inside the functions that use them.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..arguments import add_engine_arguments, engine_overrides
-from ..errors import InvalidRequestError
-from .evaluation_comparison import register_compare_cli
-from .evaluation_report import format_markdown, format_report, plot_reliability, reliability_sets
-from .evaluation_scoring import (
-    CONTENT_FREE_STATES,
-    rotate_options,
-    run_json_baseline,
-    score_content_free,
-    score_decisions,
-    score_permutations,
-)
-from .labeled import LabeledItem, label_to_index, read_labeled, read_labeled_limited, stratified_subset
-from .prediction_sets import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
+from ...arguments import engine_overrides
+from ...errors import InvalidRequestError
+from ..options import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
+from .labeled import LabeledItem, read_labeled_limited, stratified_subset
+from .report import format_report, plot_reliability, reliability_sets
+from .scoring import CONTENT_FREE_STATES, run_json_baseline, score_content_free, score_decisions, score_permutations
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from ..decision.engine import DecisionEngine
+    from ...decision.engine import DecisionEngine
     from .calibration import Decision
 
-__all__ = [
-    "CONTENT_FREE_STATES", "LabeledItem", "evaluate_decisions", "evaluate_workload", "format_markdown", "format_report",
-    "label_to_index", "load_decisions", "plot_reliability", "read_labeled", "register_cli", "reliability_sets", "rotate_options",
-    "write_calibration",
-]
+__all__ = ["command_eval", "describe_command", "evaluate_decisions", "evaluate_workload", "load_decisions", "write_calibration"]
 
 RECALL_TASKS = ("code_search",)
 
 
 # ------------------------------------------------------------------ report
 def _variant_metrics(decisions: Sequence["Decision"], probs: Sequence["np.ndarray"], bootstrap: int, seed: int) -> dict[str, Any]:
-    from .calibration import bootstrap_metrics, compute_metrics
+    from .metrics import bootstrap_metrics, compute_metrics
 
     metrics: dict[str, Any] = compute_metrics(decisions, probs)
     if bootstrap:
@@ -109,7 +94,7 @@ def _variant_probabilities(
     decisions: Sequence["Decision"], base: Any, calibrate: bool, folds: int, seed: int
 ) -> tuple[dict[str, list["np.ndarray"]], dict[str, Any]]:
     """Probabilities per variant (raw, debiased with `base`, calibrated out of fold) and the fold temperatures."""
-    from ..decision.readout import softmax
+    from ...decision.readout import softmax
     from .calibration import predict_out_of_fold
 
     variants: dict[str, list[np.ndarray]] = {"raw": [d.probabilities for d in decisions]}
@@ -183,7 +168,7 @@ def _fit_on_all_rows(decisions: Sequence["Decision"], base: Any) -> dict[str, An
     """Temperatures fitted on every row (after the priors, if any), and whether applying them kept every argmax."""
     import numpy as np
 
-    from ..decision.calibrator import apply_temperature
+    from ...decision.calibrator import apply_temperature
     from .calibration import fit_temperatures
 
     fitted = [d if base is None else type(d)(**{**d.__dict__, "logits": base(d)}) for d in decisions]
@@ -207,7 +192,7 @@ def evaluate_workload(
     progress: bool = True,
 ) -> tuple[dict[str, Any], list["Decision"], dict[str, list[float]] | None]:
     """Score, optionally debias / permute / run the baseline, and build the report (plus decisions and priors)."""
-    from ..modelfile import hash_file
+    from ...modelfile import hash_file
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -283,7 +268,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def describe_command(args: argparse.Namespace) -> str:
+def describe_command(args: Any) -> str:
     """The `semif eval` command line that reproduces a report (flags at non-default values only)."""
     parts = ["semif eval"] + [str(p) for p in args.input]
     for flag in ("calibrate", "debias", "no_baseline", "quiet"):
@@ -298,9 +283,10 @@ def describe_command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def command_eval(args: argparse.Namespace) -> int:
-    from ..decision.engine import DecisionEngine
-    from ..settings import load_settings
+def command_eval(args: Any) -> int:
+    """`semif eval`: score the labeled lines, print the report; `--calibrate` writes a calibration file, `--output` the report."""
+    from ...decision.engine import DecisionEngine
+    from ...settings import load_settings
 
     items, warning = read_labeled_limited(args.input, args.limit)
     lines = len(items)
@@ -350,32 +336,3 @@ def command_eval(args: argparse.Namespace) -> int:
         args.output.write_text(json.dumps(report, indent=2, default=_json_default) + "\n", encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
-
-
-def register_cli(subparsers: Any) -> None:
-    p = subparsers.add_parser("eval", help="decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, debias, permute")
-    p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
-    p.add_argument("--calibrate", action="store_true",
-                   help="out-of-fold temperature scaling per question type, and write a calibration file")
-    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE,
-                   help=f"with --calibrate: prediction sets' target coverage (default {DEFAULT_TARGET_COVERAGE})")
-    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
-                   help=f"with --calibrate: abstain below the confidence where answered error reaches this (default {DEFAULT_MAX_ERROR})")
-    p.add_argument("--folds", type=int, default=5, help="grouped k-fold splits for out-of-fold calibration (default 5)")
-    p.add_argument("--permute", type=int, default=0, metavar="N", help="ask each choice question under N rotations of its option order")
-    p.add_argument("--debias", action="store_true",
-                   help="contextual calibration: divide out the option prior read from content-free states")
-    p.add_argument("--no-baseline", action="store_true", help="skip the JSON-generation baseline")
-    p.add_argument("--bootstrap", type=int, default=500, help="bootstrap resamples (over states) for 95%% intervals; 0 = none")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, help="use only the first N lines of each file")
-    p.add_argument("--sample", type=int, metavar="N",
-                   help="at most N lines per workload, drawn stratified by label (seeded by --seed), for a slow model")
-    p.add_argument("--output", type=Path, help="write the full report as JSON (and the reliability plot next to it as .png)")
-    p.add_argument("--plot", type=Path, help="reliability diagram + confidence histogram PNG (default: next to --output)")
-    p.add_argument("--calibration-out", type=Path, dest="calibration_out",
-                   help="where --calibrate writes the calibration file (default: results/calibration/MODEL.json)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_engine_arguments(p)
-    p.set_defaults(func=command_eval)
-    register_compare_cli(subparsers)

@@ -11,14 +11,12 @@ facts (`wall_s`), not as a benchmark: the runs may have shared a machine.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["COMPARISON_FILE", "compare_reports", "describe_measured_quality", "format_comparison", "register_compare_cli",
-           "summarise_report"]
+__all__ = ["COMPARISON_FILE", "command_compare", "compare_reports", "describe_measured_quality", "format_comparison", "summarise_report"]
 
 KINDS = ("noul", "choice", "score")
 COMPARISON_FILE = Path("results/eval/comparison.json")  # from the repository root
@@ -157,7 +155,7 @@ def describe_measured_quality(model_id: str, comparison: Path | str | None = Non
 
     Notebook 00 prints it under the answer: which model answered, and how often it was right on the labeled sets.
     """
-    from ..paths import repo_root
+    from ...paths import repo_root
 
     path = Path(comparison) if comparison else repo_root() / COMPARISON_FILE
     rows = json.loads(path.read_text(encoding="utf-8"))["models"] if path.is_file() else []
@@ -174,7 +172,8 @@ def describe_measured_quality(model_id: str, comparison: Path | str | None = Non
     return line + f" ({path.name}: {row['label']})"
 
 
-def command_compare(args: argparse.Namespace) -> int:
+def command_compare(args: Any) -> int:
+    """`semif eval-compare`: the reports side by side, the Markdown printed; `--output` and `--markdown` write them."""
     pairs = []
     for spec in args.reports:
         label, sep, path = spec.partition("=")
@@ -193,11 +192,3 @@ def command_compare(args: argparse.Namespace) -> int:
         args.markdown.write_text(text, encoding="utf-8")
         print(f"wrote {args.markdown}", file=sys.stderr)
     return 0
-
-
-def register_compare_cli(subparsers: Any) -> None:
-    p = subparsers.add_parser("eval-compare", help="several `semif eval --output` reports side by side (JSON and Markdown)")
-    p.add_argument("reports", nargs="+", help="LABEL=REPORT.json (or REPORT.json: labelled by its folder)")
-    p.add_argument("--output", type=Path, help="write the comparison as JSON")
-    p.add_argument("--markdown", type=Path, help="write the Markdown tables")
-    p.set_defaults(func=command_compare)

@@ -1,6 +1,6 @@
 """The results of `semif bench peer` as typed summaries, serialized to the keys of `results/bench/peer*.json`.
 
-The run builds these models (`peer_run`), the report reads them (`peer_report`), and a results
+The run builds these models (`run`), the report reads them (`report`), and a results
 file on disk validates into them (`PeerResults.read`). Every model forbids keys it does not
 declare and requires those it does, so a misspelt figure fails where it is first built (after the
 first state, when the run checkpoints) or where a file is first read, not in the report at the end
@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CLIENT_SIDES",
-    "PEER_PATHS",
     "SERVER_CACHED",
     "SERVER_COLD",
     "Ceiling",
@@ -39,9 +38,7 @@ __all__ = [
 ]
 
 SERVER_COLD = ("server-logprobs", "server-logprobs-concurrent")
-SERVER_CACHED = ("server-logprobs-cached", "server-logprobs-concurrent-cached")
-PEER_PATHS = ("decision-cold", "decision-cached", "server-logprobs", "server-logprobs-cached",
-              "server-logprobs-concurrent", "server-logprobs-concurrent-cached", "server-json")
+SERVER_CACHED = ("server-logprobs-cached", "server-logprobs-concurrent-cached")  # every path: `options.PEER_PATHS`
 CLIENT_SIDES = ("server-logprobs", "decision")  # the 8-client phase, in the order it runs
 
 

@@ -1,0 +1,245 @@
+"""The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
+rotations`, `semif eval`, `semif eval-compare` and `semif sets`.
+
+Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
+shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
+engine. A command's module is imported when that command runs: each `command_*` below imports the
+module that holds the run and its `command_<x>` (`bench.paths.command_paths` for `semif bench modes`,
+...), which reads the parsed flags, runs, prints and writes the results file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..arguments import add_engine_arguments
+from ..decision.schema import DEFAULT_ROTATIONS
+from .bench.peer.config import peer_defaults
+from .options import (
+    DEFAULT_MAX_ERROR,
+    DEFAULT_TARGET_COVERAGE,
+    LABELED,
+    LONG_STATES,
+    PATHS,
+    PEER_PATHS,
+    QUICK_FRESH_QUESTIONS,
+    QUICK_STATES,
+    READOUT_RUNS,
+    RESIDENCY_STATES,
+    RESIDENT_LEVELS,
+    SINGLE_STATE,
+    WORKLOAD,
+)
+
+__all__ = ["comma_list", "parse_int_list", "positive_int", "register_bench_cli", "register_quality_cli"]
+
+
+# ---------------------------------------------------------------- argument types
+def positive_int(text: str) -> int:
+    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parse_int_list(text: str) -> list[int]:
+    """`0,1,2` -> [0, 1, 2], for argparse (which turns the ValueError into a usage error)."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def comma_list(text: str) -> list[str]:
+    return text.split(",")
+
+
+# ---------------------------------------------------------------- each command's module, imported when it runs
+def command_modes(args: argparse.Namespace) -> int:
+    from .bench.paths import command_paths
+
+    return command_paths(args)
+
+
+def command_readout(args: argparse.Namespace) -> int:
+    from .bench.readout import command_readout
+
+    return command_readout(args)
+
+
+def command_residency(args: argparse.Namespace) -> int:
+    from .bench.residency import command_residency
+
+    return command_residency(args)
+
+
+def command_robustness(args: argparse.Namespace) -> int:
+    from .bench.robustness import command_robustness
+
+    return command_robustness(args)
+
+
+def command_peer(args: argparse.Namespace) -> int:
+    from .bench.peer.run import command_peer
+
+    return command_peer(args)
+
+
+def command_rotations(args: argparse.Namespace) -> int:
+    from .bench.rotations import command_rotations
+
+    return command_rotations(args)
+
+
+def command_eval(args: argparse.Namespace) -> int:
+    from .quality.evaluate import command_eval
+
+    return command_eval(args)
+
+
+def command_compare(args: argparse.Namespace) -> int:
+    from .quality.comparison import command_compare
+
+    return command_compare(args)
+
+
+def command_sets(args: argparse.Namespace) -> int:
+    from .quality.prediction_sets import command_sets
+
+    return command_sets(args)
+
+
+# ---------------------------------------------------------------- semif bench
+def register_bench_cli(sub: Any) -> None:
+    """`semif bench` and its subcommands."""
+    bench = sub.add_parser("bench", help="benchmarks: execution paths, readout against generation")
+    which = bench.add_subparsers(dest="which", required=True)
+    modes = which.add_parser("modes", help="the 37x21 workload through every path, interleaved per state")
+    modes.add_argument("--quick", action="store_true",
+                       help=f"first {QUICK_STATES} states, fresh on {QUICK_FRESH_QUESTIONS} questions each (a few minutes on 2 cores)")
+    modes.add_argument("--states", type=positive_int, help="first N states")
+    modes.add_argument("--workload", type=Path, default=WORKLOAD)
+    modes.add_argument("--paths", default=",".join(PATHS), help="comma-separated subset of " + ",".join(PATHS))
+    modes.add_argument("--fresh-questions", type=positive_int, dest="fresh_questions",
+                       help="fresh scores only the first N questions per state (its cost per decision does not depend on N)")
+    rvg = which.add_parser("readout-vs-generation", help="21 criteria on one state: readout against JSON generation")
+    rvg.add_argument("--request", type=Path, default=SINGLE_STATE)
+    rvg.add_argument("--runs", type=positive_int, default=READOUT_RUNS)
+    res = which.add_parser("residency", help="a new state's prefill and a cached one's branches with other states cached: "
+                                             "spilled against resident")
+    res.add_argument("--states", type=positive_int, default=RESIDENCY_STATES,
+                     help="first N states; each is a target but the last ones, which stay resident for the earlier")
+    res.add_argument("--workload", type=Path, default=WORKLOAD)
+    res.add_argument("--resident", type=parse_int_list, default=list(RESIDENT_LEVELS),
+                     help="comma-separated numbers of other cached prefixes (default " + ",".join(map(str, RESIDENT_LEVELS)) + ")")
+    add_robustness_parser(which)  # no engine flags: it starts servers
+    add_peer_parser(which)  # semif serve against the text DLC's llama-server (starts both servers)
+    add_rotations_parser(which)
+    for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
+        add_engine_arguments(p)
+        p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")
+        p.add_argument("--n-ubatch", type=int, dest="n_ubatch")
+        p.add_argument("--output", type=Path, help="results file (default results/bench/<name>.json)")
+        p.set_defaults(func=command)
+
+
+def add_robustness_parser(which: Any) -> None:
+    p = which.add_parser("robustness", help="semif serve under load, KV pressure, nested prefixes, bad input and decode faults")
+    p.add_argument("--quick", action="store_true", help="8 clients x 5 requests, 20 nested, 40 fault requests (about 2 minutes)")
+    p.add_argument("--threads", type=int, default=2, help="llama.cpp threads of the server (default 2)")
+    p.add_argument("--port", type=int, default=18090, help="loopback port of the server (the fault server uses the next one)")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/robustness[-quick].json)")
+    p.set_defaults(func=command_robustness)
+
+
+def add_peer_parser(which: Any) -> None:
+    """`semif bench peer`: every flag left out is None, and `bench.peer.config.PeerConfig`'s default applies."""
+    d = peer_defaults()
+    p = which.add_parser("peer", help="the decision path against the text DLC's llama-server, same model, same workload, one run")
+    p.add_argument("--quick", action="store_true", help=f"first {QUICK_STATES} states; the client phase on one state per client")
+    p.add_argument("--states", type=positive_int, help="first N states")
+    p.add_argument("--questions", type=positive_int, help="first N questions of each state (default: all)")
+    p.add_argument("--workload", type=Path, default=WORKLOAD)
+    p.add_argument("--paths", type=comma_list, help="comma-separated subset of " + ",".join(PEER_PATHS) + " (default: all)")
+    p.add_argument("--threads", type=int, help=f"llama.cpp threads on both sides (default {d['threads']})")
+    p.add_argument("--n-ctx", type=positive_int, dest="n_ctx", help=f"KV cells on both sides (default {d['n_ctx']})")
+    p.add_argument("--parallel", type=positive_int,
+                   help=f"llama-server slots, and requests in flight on the concurrent path (default {d['parallel']})")
+    p.add_argument("--clients", type=int, help=f"clients in the concurrency phase (0 skips it; default {d['clients']})")
+    p.add_argument("--concurrency-states", type=positive_int, dest="concurrency_states",
+                   help="states in the concurrency phase (default: every state; --quick: one per client)")
+    p.add_argument("--text-server", choices=("auto", "container", "native"), dest="kind",
+                   help=f"the DLC replica container, native llama-server, or auto: the container when a runtime has the image "
+                        f"(default {d['kind']})")
+    p.add_argument("--decision-llama", choices=("auto", "build", "venv"), dest="decision_llama",
+                   help="libllama under semif serve: the peer's llama.cpp build (as the adapter image runs), llama-cpp-python's own, "
+                        f"or auto: the build when container/build_libllama.sh made it (default {d['decision_llama']})")
+    p.add_argument("--model", type=Path, dest="model_path", metavar="MODEL", help="GGUF file (default: the embedded SmolLM2)")
+    p.add_argument("--port", type=int, help=f"loopback port of semif serve; llama-server takes the next one (default {d['port']})")
+    p.add_argument("--log-dir", type=Path, dest="log_dir", help=f"server logs (default {d['log_dir']})")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/peer[-quick].json)")
+    p.set_defaults(func=command_peer)
+
+
+def add_rotations_parser(which: Any) -> None:
+    p = which.add_parser("rotations", help="x_debias rotations against plain choice questions: flip rate, accuracy, cost (one run)")
+    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in LABELED], help="labeled JSON Lines with choice questions")
+    p.add_argument("--rotations", type=int, default=DEFAULT_ROTATIONS, help=f"orders per question (default {DEFAULT_ROTATIONS})")
+    p.add_argument("--limit", type=int, help="first N lines of each file")
+    p.add_argument("--states", type=int, default=LONG_STATES,
+                   help=f"long workload states for the cost on many questions (default {LONG_STATES})")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/rotations.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_engine_arguments(p)
+    p.set_defaults(func=command_rotations)
+
+
+# ---------------------------------------------------------------- semif eval, eval-compare, sets
+def register_quality_cli(sub: Any) -> None:
+    """`semif eval`, `semif eval-compare` and `semif sets`."""
+    p = sub.add_parser("eval", help="decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, debias, permute")
+    p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="out-of-fold temperature scaling per question type, and write a calibration file")
+    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE,
+                   help=f"with --calibrate: prediction sets' target coverage (default {DEFAULT_TARGET_COVERAGE})")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
+                   help=f"with --calibrate: abstain below the confidence where answered error reaches this (default {DEFAULT_MAX_ERROR})")
+    p.add_argument("--folds", type=int, default=5, help="grouped k-fold splits for out-of-fold calibration (default 5)")
+    p.add_argument("--permute", type=int, default=0, metavar="N", help="ask each choice question under N rotations of its option order")
+    p.add_argument("--debias", action="store_true",
+                   help="contextual calibration: divide out the option prior read from content-free states")
+    p.add_argument("--no-baseline", action="store_true", help="skip the JSON-generation baseline")
+    p.add_argument("--bootstrap", type=int, default=500, help="bootstrap resamples (over states) for 95%% intervals; 0 = none")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, help="use only the first N lines of each file")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="at most N lines per workload, drawn stratified by label (seeded by --seed), for a slow model")
+    p.add_argument("--output", type=Path, help="write the full report as JSON (and the reliability plot next to it as .png)")
+    p.add_argument("--plot", type=Path, help="reliability diagram + confidence histogram PNG (default: next to --output)")
+    p.add_argument("--calibration-out", type=Path, dest="calibration_out",
+                   help="where --calibrate writes the calibration file (default: results/calibration/MODEL.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_engine_arguments(p)
+    p.set_defaults(func=command_eval)
+    p = sub.add_parser("eval-compare", help="several `semif eval --output` reports side by side (JSON and Markdown)")
+    p.add_argument("reports", nargs="+", help="LABEL=REPORT.json (or REPORT.json: labelled by its folder)")
+    p.add_argument("--output", type=Path, help="write the comparison as JSON")
+    p.add_argument("--markdown", type=Path, help="write the Markdown tables")
+    p.set_defaults(func=command_compare)
+    p = sub.add_parser("sets", help="prediction sets and abstention, fitted and checked out of fold on a `semif eval` report")
+    p.add_argument("report", type=Path, help="a report written by `semif eval --output` (it stores every raw decision)")
+    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE, help=f"target coverage (default {DEFAULT_TARGET_COVERAGE})")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
+                   help=f"abstain below the confidence where the answered error reaches this (default {DEFAULT_MAX_ERROR})")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--debias", action="store_true", help="remove the report's content-free priors first, as its calibration file does")
+    p.add_argument("--output", type=Path, help="write the summary as JSON, and its plot next to it as .png")
+    p.set_defaults(func=command_sets)

@@ -1,0 +1,58 @@
+"""What the measurement commands accept and default to: one source for the command line (`cli`) and the runs.
+
+`semif --help` builds every command's flags, so the names and numbers their help shows live here, beside
+nothing that does work: the workload and results folders, what `--quick` keeps, the paths each
+benchmark knows, the labeled sets `semif bench rotations` reads and the targets of prediction sets.
+Standard library and `paths` only.
+"""
+
+from __future__ import annotations
+
+from ..paths import repo_root
+
+__all__ = [
+    "DATA_DIR",
+    "DEFAULT_MAX_ERROR",
+    "DEFAULT_TARGET_COVERAGE",
+    "LABELED",
+    "LONG_STATES",
+    "PATHS",
+    "PEER_PATHS",
+    "QUICK_FRESH_QUESTIONS",
+    "QUICK_STATES",
+    "READOUT_RUNS",
+    "RESIDENCY_STATES",
+    "RESIDENT_LEVELS",
+    "RESULTS_DIR",
+    "SINGLE_STATE",
+    "WORKLOAD",
+]
+
+DATA_DIR = repo_root() / "data"
+WORKLOAD = DATA_DIR / "workload_37x21.jsonl"
+RESULTS_DIR = DATA_DIR.parent / "results"  # the committed figures the README quotes
+QUICK_STATES = 4  # `--quick` of every benchmark: the first 4 states
+
+# `semif bench modes`: every execution path, and fresh's questions per state under --quick
+PATHS = ("fresh", "serial", "parallel", "cached", "naive-user", "oneshot")
+QUICK_FRESH_QUESTIONS = 3  # fresh costs ~20x the others; its per-decision cost does not depend on how many
+
+# `semif bench readout-vs-generation`: one state, its criteria read out against written as JSON
+SINGLE_STATE = DATA_DIR / "bench_single_state.json"
+READOUT_RUNS = 3  # cold runs of each side; the median is reported
+
+# `semif bench residency`
+RESIDENT_LEVELS = (0, 1, 2)  # other prefixes cached while a target is measured
+RESIDENCY_STATES = 6  # the first 6 states: 4 targets with 0, 1, 2 others after each
+
+# `semif bench peer`: the decision path's and llama-server's paths, in run order
+PEER_PATHS = ("decision-cold", "decision-cached", "server-logprobs", "server-logprobs-cached",
+              "server-logprobs-concurrent", "server-logprobs-concurrent-cached", "server-json")
+
+# `semif bench rotations`: the labeled sets with choice questions, and the long workload states of the cost phase
+LABELED = ("data/labeled/routing.jsonl", "data/labeled/tools.jsonl", "data/labeled/code_search.jsonl")
+LONG_STATES = 8
+
+# `semif eval --calibrate` and `semif sets`: prediction sets' coverage and abstention's error
+DEFAULT_TARGET_COVERAGE = 0.9
+DEFAULT_MAX_ERROR = 0.2
