@@ -61,7 +61,9 @@ def small_request(i: int) -> dict:
 
 
 def probabilities(body: dict) -> dict[tuple[str, str], float]:
-    return {(q, k): p for q, a in body["answers"].items() for k, p in (a.get("probabilities") or a["x_probabilities"]).items()}
+    from semif_lib.measurement.answers import read_probabilities
+
+    return {(q, k): p for q, a in body["answers"].items() for k, p in read_probabilities(a).items()}
 
 
 def assert_close(a: dict, b: dict, tol: float = MAX_ABS_DIFF) -> None:

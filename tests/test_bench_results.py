@@ -11,14 +11,14 @@ its first state.
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 from pydantic import ValidationError
 
 from semif_lib.cli import build_parser
 from semif_lib.measurement import options
-from semif_lib.measurement.agreement import Agreement, compare_question, top_option
+from semif_lib.measurement.agreement import Agreement, compare_question
+from semif_lib.measurement.answers import read_argmax, read_probabilities, top_option
 from semif_lib.measurement.bench.peer import config as peer_config
 from semif_lib.measurement.bench.peer import protocol as peer_protocol
 from semif_lib.measurement.bench.peer import report as peer_report
@@ -81,13 +81,37 @@ def test_argmax_agreement_and_max_dp_have_one_rule():
     assert same.same_argmax and same.max_abs_dp == pytest.approx(0.1)
     flipped = compare_question({"a": 0.7, "b": 0.3}, {"b": 1.0})  # an option the other side lacks counts as 0
     assert not flipped.same_argmax and flipped.max_abs_dp == pytest.approx(0.7)
-    assert math.isnan(compare_question({}, {"a": 1.0}).max_abs_dp)
+    with pytest.raises(ValueError, match="the reference side has no options"):  # nothing to agree on is not agreement
+        compare_question({}, {"a": 1.0})
+    with pytest.raises(ValueError, match="the other side has no options"):
+        compare_question({"a": 1.0}, {})
+    with pytest.raises(ValueError, match="no options"):
+        compare_question({}, {})
     tally = Agreement()
     reference = {"q1": {"a": 0.6, "b": 0.4}, "q2": {"a": 0.2, "b": 0.8}, "q3": {"a": 0.9, "b": 0.1}}
     tally.add(reference, {"q1": {"a": 0.3, "b": 0.7}, "q2": {"a": 0.25, "b": 0.75}, "q3": {"a": 0.0, "b": 1.0}}, skip={"q3"})
     tally.add(reference, {"q2": {"a": 0.2, "b": 0.8}})  # a question the other side did not answer is not compared
     assert (tally.compared, tally.agree, tally.flips, tally.rate) == (3, 2, 1, pytest.approx(2 / 3))
     assert tally.max_dp == pytest.approx(0.3) and Agreement().rate is None
+
+
+def test_an_answers_probabilities_have_one_reader():
+    """Served JSON (a noul's ride as `x_probabilities`), a `decision.schema` answer and its dump read alike; none is refused."""
+    from semif_lib.decision.schema import DecisionResponse
+
+    body = {"model": "m", "usage": {"input_tokens": 1}, "answers": {
+        "ok": {"type": "noul", "noul": 0.3, "x_probabilities": {"true": 0.3, "false": 0.7}, "x_option_mass": 0.9},
+        "queue": {"type": "choice", "choice": "b", "confidence": 0.2, "probabilities": {"a": 0.4, "b": 0.4, "c": 0.2},
+                  "x_top_probability": 0.4, "x_option_mass": 0.9}}}
+    assert read_probabilities(body["answers"]["ok"]) == {"true": 0.3, "false": 0.7}
+    assert read_probabilities(body["answers"]["queue"]) == {"a": 0.4, "b": 0.4, "c": 0.2}
+    parsed = DecisionResponse.model_validate(body)
+    for qid, answer in parsed.answers.items():
+        assert read_probabilities(answer) == read_probabilities(body["answers"][qid])
+        assert read_probabilities(parsed.model_dump(mode="json")["answers"][qid]) == read_probabilities(answer)
+    assert read_argmax(body["answers"]["ok"]) == "false" and read_argmax(parsed.answers["queue"]) == "a"  # the first of equals
+    with pytest.raises(ValueError, match="without probabilities"):
+        read_probabilities({"type": "noul", "noul": 0.3})
 
 
 def test_first_questions_and_quick_states_have_one_source():

@@ -86,6 +86,13 @@ def test_tables():
     other["answers"]["queue"]["probabilities"] = {"billing": 0.2, "technical": 0.7, "shipping": 0.1}
     diff = notebook.compare_answers(RESPONSE, other)
     assert not diff.loc["queue", "same_argmax"] and diff.loc["queue", "max_abs_dp"] == pytest.approx(0.4)
+    assert diff.loc["is_billing", "reference"] == "true" and diff.loc["is_billing", "max_abs_dp"] == 0.0  # a noul's x_probabilities
+    other["answers"]["is_billing"]["x_probabilities"] = {"true": 0.3, "false": 0.7}
+    flipped = notebook.compare_answers(RESPONSE, other).loc["is_billing"]
+    assert (flipped["other"], flipped["same_argmax"], flipped["max_abs_dp"]) == ("false", False, pytest.approx(0.3))
+    del other["answers"]["urgency"]
+    with pytest.raises(ValueError, match="urgency"):  # a question left unanswered is not agreement
+        notebook.compare_answers(RESPONSE, other)
     error_line = {"id": "b", "detail": {"error_type": "invalid_request", "message": "bad"}, "status": 400}
     records = notebook.tabulate_records([{"id": "a", **RESPONSE}, error_line])
     assert records.loc["a", "queue"] == "billing" and records.loc["b", "error"] == "bad"

@@ -14,8 +14,9 @@ Two rooms and what they share. Every benchmark exposes `run_<x>` (the measuremen
   questions), `report` (the report's tables and reliability diagram), `comparison` (`semif eval-compare`),
   `labeled` (labeled JSON Lines), `calibration` (fitting temperatures, the calibration file), `metrics`
   (accuracy, ECE, Brier, NLL) and `prediction_sets` (`semif sets`: sets and abstention).
-* Shared by both: `options` (every name and default the commands' help shows), `agreement` (argmax
-  agreement and max |Δp|, the one rule for every comparison), `baseline` (what a user of llama-cpp-python's chat API would do
+* Shared by both: `options` (every name and default the commands' help shows), `answers` (an answer's
+  probabilities and argmax: the one reader of responses, a noul's `x_probabilities` included),
+  `agreement` (argmax agreement and max |Δp|, the one rule for every comparison), `baseline` (what a user of llama-cpp-python's chat API would do
   instead) and `plots` (the notebooks' charts, `save_figure`).
 * `cli`: every flag of the wing, light; a command's module is imported when that command runs.
 

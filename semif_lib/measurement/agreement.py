@@ -3,33 +3,30 @@
 `semif bench modes` compares each path with fresh, `semif bench peer` compares llama-server's
 renormalised log-probs (and the decision path's repeat) with the decision path's cold pass, and
 the notebooks compare two responses question by question. Answers are
-`{question id: {option: P(option)}}`; an option the other side lacks counts as probability 0.
-Standard library only.
+`{question id: {option: P(option)}}` (`answers.read_probabilities` reads them off a response); an option
+the other side lacks counts as probability 0, and a side with no options at all is refused, never
+counted as agreeing. Standard library only.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Agreement", "QuestionComparison", "compare_question", "top_option"]
+from .answers import top_option
+
+__all__ = ["Agreement", "QuestionComparison", "compare_question"]
 
 Probabilities = Mapping[str, float]
-
-
-def top_option(probs: Probabilities) -> str | None:
-    """The most probable option (the first of equals, in the order given); None with no options."""
-    return max(probs, key=probs.__getitem__) if probs else None
 
 
 @dataclass(frozen=True)
 class QuestionComparison:
     """One question read twice: each side's argmax and the largest probability difference over the reference's options."""
 
-    reference: str | None
-    other: str | None
-    max_abs_dp: float  # NaN when the reference has no options
+    reference: str
+    other: str
+    max_abs_dp: float
 
     @property
     def same_argmax(self) -> bool:
@@ -37,9 +34,15 @@ class QuestionComparison:
 
 
 def compare_question(reference: Probabilities, other: Probabilities) -> QuestionComparison:
-    """Both argmaxes and max |Δp| of one question (an option missing on the other side counts as 0)."""
-    dp = max((abs(p - other.get(option, 0.0)) for option, p in reference.items()), default=math.nan)
-    return QuestionComparison(top_option(reference), top_option(other), dp)
+    """Both argmaxes and max |Δp| of one question (an option missing on the other side counts as 0).
+
+    A side with no options has no argmax to agree with: it is refused (ValueError), where two empty
+    sides once compared as agreeing (None == None) with a max |Δp| of NaN.
+    """
+    ours, theirs = top_option(reference), top_option(other)
+    if ours is None or theirs is None:
+        raise ValueError(f"nothing to compare: the {'reference' if ours is None else 'other'} side has no options")
+    return QuestionComparison(ours, theirs, max(abs(p - other.get(option, 0.0)) for option, p in reference.items()))
 
 
 @dataclass

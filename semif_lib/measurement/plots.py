@@ -1,19 +1,22 @@
 """Charts for the workshop notebooks: option probabilities of a decision, and timings per path.
 
-Both take plain response JSON (what `workshop.invoke_decision` returns) or a `DecisionResponse`,
-and return a matplotlib `Figure`. matplotlib is imported inside the functions.
+Both take plain response JSON (what `workshop.invoke_decision` returns) or a `DecisionResponse`
+(read through `answers`), and return a matplotlib `Figure`; `save_figure` is how every results plot
+is written. matplotlib is imported inside the functions.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .answers import read_probabilities, read_response, top_option
+
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     from matplotlib.figure import Figure
 
-__all__ = ["plot_probabilities", "plot_timings", "response_dict", "save_figure"]
+__all__ = ["plot_probabilities", "plot_timings", "save_figure"]
 
 HIGHLIGHT = "#3b7dd8"
 MUTED = "#bbbbbb"
@@ -33,13 +36,6 @@ def save_figure(fig: "Figure", path: "Path | str") -> "Path":
     return path
 
 
-def response_dict(response: Any) -> dict[str, Any]:
-    """A response as JSON-like dict, whether it is one already or a pydantic `DecisionResponse`."""
-    if isinstance(response, Mapping):
-        return dict(response)
-    return response.model_dump(mode="json")
-
-
 def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = None) -> "Figure":
     """One horizontal bar chart per question: P(option), the chosen option highlighted.
 
@@ -48,20 +44,21 @@ def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = 
     """
     import matplotlib.pyplot as plt
 
-    answers = response_dict(response).get("answers", {})
+    answers = read_response(response).get("answers", {})
     if not answers:
         raise ValueError("the response has no answers to plot")
     n = len(answers)
     cols = min(max_columns, n)
     rows = -(-n // cols)
-    heights = [len(a.get("probabilities") or a.get("x_probabilities", {})) for a in answers.values()]
+    distributions = {qid: read_probabilities(answer) for qid, answer in answers.items()}
+    heights = [len(probs) for probs in distributions.values()]
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, max(1.6, 0.35 * max(heights) + 1.0) * rows), squeeze=False)
     for ax, (qid, answer) in zip(axes.flat, answers.items()):
-        probs = answer.get("probabilities") or answer.get("x_probabilities", {})  # a noul's ride as x_probabilities
+        probs = distributions[qid]
         labels = list(probs)
         values = [float(probs[k]) for k in labels]
-        best = max(range(len(values)), key=values.__getitem__) if values else -1
-        bars = ax.barh(labels, values, color=[HIGHLIGHT if i == best else MUTED for i in range(len(values))])
+        best = top_option(probs)
+        bars = ax.barh(labels, values, color=[HIGHLIGHT if k == best else MUTED for k in labels])
         ax.bar_label(bars, fmt="%.2f", padding=2, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, 1.15)
@@ -70,7 +67,7 @@ def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = 
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    fig.suptitle(title or f"P(option) from {response_dict(response).get('model', 'the model')}", fontsize=10)
+    fig.suptitle(title or f"P(option) from {read_response(response).get('model', 'the model')}", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -84,7 +81,7 @@ def plot_timings(responses: Mapping[str, Any], title: str | None = None) -> "Fig
     import matplotlib.pyplot as plt
 
     labels = list(responses)
-    docs = [response_dict(responses[k]) for k in labels]
+    docs = [read_response(responses[k]) for k in labels]
     prefill = [float(d.get("x_timing", {}).get("prefill_s", 0.0)) for d in docs]
     total = [float(d.get("x_timing", {}).get("total_s", 0.0)) for d in docs]
     rest = [max(0.0, t - p) for t, p in zip(total, prefill)]

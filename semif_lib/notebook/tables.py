@@ -14,9 +14,9 @@ __all__ = ["compare_answers", "decision_of", "tabulate_answers", "tabulate_permi
 
 
 def _answers(response: Any) -> dict[str, Any]:
-    from ..measurement.plots import response_dict
+    from ..measurement.answers import read_response
 
-    return response_dict(response).get("answers", {})
+    return read_response(response).get("answers", {})
 
 
 def decision_of(answer: Mapping[str, Any]) -> Any:
@@ -28,9 +28,11 @@ def tabulate_answers(response: Any) -> "pd.DataFrame":
     """One row per question: the decision, its confidence, option mass and every P(option)."""
     import pandas as pd
 
+    from ..measurement.answers import read_probabilities
+
     rows = []
     for qid, answer in _answers(response).items():
-        probs = answer.get("probabilities") or answer.get("x_probabilities", {})  # a noul's ride as x_probabilities
+        probs = read_probabilities(answer)
         rows.append({"question": qid, "type": answer.get("type"), "answer": decision_of(answer),
                      "confidence": answer.get("confidence", max(probs.values(), default=None)),
                      "option_mass": answer.get("x_option_mass"),
@@ -56,15 +58,19 @@ def tabulate_records(records: Any) -> "pd.DataFrame | str":
 
 def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
     """Per question: both argmaxes, whether they agree, and max |Δp| between the two responses
-    (`measurement.agreement.compare_question`, the rule the benchmarks use)."""
+    (`measurement.agreement.compare_question`, the rule the benchmarks use; a yes/no's probabilities read
+    from its `x_probabilities`). A question the other response did not answer is refused by name."""
     import pandas as pd
 
     from ..measurement.agreement import compare_question
+    from ..measurement.answers import read_probabilities
 
     ref, oth = _answers(reference), _answers(other)
     rows = []
     for qid, answer in ref.items():
-        result = compare_question(answer.get("probabilities", {}), oth.get(qid, {}).get("probabilities", {}))
+        if qid not in oth:
+            raise ValueError(f"question {qid!r}: the other response has no answer to compare")
+        result = compare_question(read_probabilities(answer), read_probabilities(oth[qid]))
         rows.append({"question": qid, "reference": result.reference, "other": result.other,
                      "same_argmax": result.same_argmax, "max_abs_dp": round(result.max_abs_dp, 4)})
     return pd.DataFrame(rows).set_index("question") if rows else pd.DataFrame(rows)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..agreement import Agreement
+from ..answers import read_probabilities
 from ..options import PATHS, QUICK_FRESH_QUESTIONS
 from .bounds import check_targets, estimate_fork_ceiling
 from .harness import BenchmarkError, refuse_unknown, time_call
@@ -28,7 +29,7 @@ FORK_PATHS = ("serial", "parallel", "cached")
 
 
 def probabilities_of(response: Any) -> dict[str, dict[str, float]]:
-    return {qid: dict(ans.probabilities) for qid, ans in response.answers.items()}
+    return {qid: read_probabilities(answer) for qid, answer in response.answers.items()}
 
 
 @dataclass

@@ -30,6 +30,7 @@ from ...decision.conformal import (
     nonconformity,
     predict_set,
 )
+from ..answers import read_probabilities
 from ..options import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 from ..plots import save_figure
 
@@ -45,7 +46,6 @@ __all__ = [
     "plot_prediction_sets",
     "plot_served_sets",
     "rules_document",
-    "served_distribution",
     "served_examples",
     "served_probabilities",
 ]
@@ -229,14 +229,9 @@ def served_examples(request: dict[str, Any], labels: dict[str, Any], body: dict[
     out = []
     for qid, expected in labels.items():
         answer = body["answers"][qid]
-        keys = list(served_distribution(answer))
+        keys = list(read_probabilities(answer))
         out.append((f"{title} {qid}".strip(), answer, keys[label_to_index(questions[qid], expected)]))
     return out
-
-
-def served_distribution(answer: dict[str, Any]) -> dict[str, float]:
-    """The option probabilities of a served answer, keyed as `x_prediction_set` names them (a noul's x_probabilities)."""
-    return answer["x_probabilities"] if answer.get("type") == "noul" else answer["probabilities"]
 
 
 def plot_served_sets(examples: Sequence[Example], path: Path | str, title: str = "", columns: int = 3) -> Path:
@@ -253,7 +248,7 @@ def plot_served_sets(examples: Sequence[Example], path: Path | str, title: str =
     rows = max(1, -(-len(examples) // columns))
     fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, 2.9 * rows), squeeze=False)
     for ax, (name, answer, label) in zip(axes.flat, examples):
-        probs = served_distribution(answer)
+        probs = read_probabilities(answer)
         chosen = {str(k) for k in answer.get("x_prediction_set", [])}
         keys = list(probs)
         ax.bar(range(len(keys)), [probs[k] for k in keys], color=["#4c72b0" if k in chosen else "#c9d3e6" for k in keys],

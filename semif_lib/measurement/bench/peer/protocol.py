@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from ....decision.prompt import QuestionPlan, build_messages, generate_letter_slots, plan_question
 from ....decision.schema import parse_request, render_content
 from ....errors import InvalidRequestError
-from ...agreement import top_option
+from ...answers import read_probabilities, top_option
 from ...baseline import build_json_messages, parse_generation
 from ..harness import percentile, post_json, rounded
 from ..workload import first_questions
@@ -190,9 +190,7 @@ def ask_decision(http: Any, url: str, request: dict[str, Any]) -> Pass:
     result = Pass(seconds, decisions=len(request["questions"]), requests=1, output_tokens=usage["output_tokens"],
                   evaluated_tokens=prefilled + timing["branch_tokens"], compute_s=timing["prefill_s"] + timing["branches_s"],
                   prefill=(prefilled, timing["prefill_s"]) if prefilled > 0 and timing["prefill_s"] > 0 else None)
-    # noul answers carry theirs as the extension x_probabilities (the Jev wire keeps only P(true) standard)
-    result.probs = {qid: dict(answer["probabilities"] if "probabilities" in answer else answer["x_probabilities"])
-                    for qid, answer in response["answers"].items()}
+    result.probs = {qid: read_probabilities(answer) for qid, answer in response["answers"].items()}
     result.missing = {qid: int(not well_formed(p, request["questions"][qid])) for qid, p in result.probs.items()}
     return result
 
