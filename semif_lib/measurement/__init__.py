@@ -16,8 +16,8 @@ Two rooms and what they share. Every benchmark exposes `run_<x>` (the measuremen
   (accuracy, ECE, Brier, NLL) and `prediction_sets` (`semif sets`: sets and abstention).
 * Shared by both: `options` (every name and default the commands' help shows), `answers` (an answer's
   probabilities and argmax: the one reader of responses, a noul's `x_probabilities` included),
-  `agreement` (argmax agreement and max |Δp|, the one rule for every comparison), `baseline` (what a user of llama-cpp-python's chat API would do
-  instead) and `plots` (the notebooks' charts, `save_figure`).
+  `agreement` (argmax agreement and max |Δp|, the one rule for every comparison), `baseline` (what a
+  user of llama-cpp-python's chat API would do instead) and `plots` (the notebooks' charts, `save_figure`).
 * `cli`: every flag of the wing, light; a command's module is imported when that command runs.
 
 Doors: measurement imports the decision wing and the plumbing; nothing below it imports measurement,
