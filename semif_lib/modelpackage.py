@@ -82,7 +82,7 @@ def model_identity(digests: list[str], names: list[str]) -> str:
     `sha256sum` lines, so the identity changes when any shard does."""
     if len(digests) == 1:
         return digests[0]
-    return hashlib.sha256("".join(f"{d}  {n}\n" for d, n in zip(digests, names)).encode()).hexdigest()
+    return hashlib.sha256("".join(f"{d}  {n}\n" for d, n in zip(digests, names, strict=True)).encode()).hexdigest()
 
 
 def resolve_model_files(gguf: Path | str | None, settings: Settings) -> tuple[tuple[Path, ...], list[str] | None, str | None]:

@@ -436,14 +436,14 @@ def test_concurrent_clients_match_single_client(server, client, examples):
         stop.set()
         pinger.join()
 
-    for case, response, ref in zip(cases, responses, reference):
+    for case, response, ref in zip(cases, responses, reference, strict=True):
         if case[0] == "bad":
             assert_error(response, 422)  # one option: Jev's validation error
             continue
         assert response.status_code == 200, response.text
         got = bodies(case, response)
         assert [b.get("id") for b in got] == [b.get("id") for b in ref]
-        for g, r in zip(got, ref):
+        for g, r in zip(got, ref, strict=True):
             assert_close(g, r)
     assert len(ping_times) >= 3
     assert set(ping_statuses) == {200}, ping_statuses

@@ -137,7 +137,7 @@ def test_the_decision_path_prompt_is_what_the_engine_renders(engine, example_req
     for request in slot_only:
         prep = engine.prepare(parse_request(request))
         state_text = render_content(request["state"])
-        for (plan, messages), job in zip(peer_protocol.plan_peer_questions(request), prep.jobs):
+        for (plan, messages), job in zip(peer_protocol.plan_peer_questions(request), prep.jobs, strict=True):
             assert messages == build_messages(state_text, plan.block)
             assert engine.tokenize(engine.renderer.render(state_text, plan.block)) == prep.prefix + list(job.tokens)
             assert plan.slots == [engine.token_text(t) for t in prep.slot_tokens[job.plan_index]]
@@ -170,7 +170,7 @@ def test_llama_server_renders_and_tokenizes_the_same_prompt(llama_server, engine
     request = peer_protocol.decision_request(example_requests[0], "render-check")
     prep = engine.prepare(parse_request(request))
     with httpx.Client(base_url=llama_server.base_url, timeout=120) as http:
-        for (plan, messages), job in zip(peer_protocol.plan_peer_questions(request), prep.jobs):
+        for (plan, messages), job in zip(peer_protocol.plan_peer_questions(request), prep.jobs, strict=True):
             prompt = http.post("/apply-template", json={"messages": messages}).raise_for_status().json()["prompt"]
             assert prompt == engine.renderer.render(render_content(request["state"]), plan.block)
             tokens = http.post("/tokenize", json={"content": prompt, "add_special": False, "parse_special": True}).json()["tokens"]

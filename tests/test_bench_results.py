@@ -182,7 +182,7 @@ class _FakeServers:
         answers = {}
         for plan, _ in peer_protocol.plan_peer_questions(request):
             weights = [1.0 / (i + 1) for i in range(len(plan.keys))]
-            answers[plan.qid] = {"probabilities": {k: w / sum(weights) for k, w in zip(plan.keys, weights)}}
+            answers[plan.qid] = {"probabilities": {k: w / sum(weights) for k, w in zip(plan.keys, weights, strict=True)}}
         return {"answers": answers, "usage": {"x_cached_tokens": 0, "output_tokens": 0},
                 "x_timing": {"prefix_tokens": 300, "prefill_s": 0.03, "branch_tokens": 12, "branches_s": 0.01}}
 

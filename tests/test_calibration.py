@@ -112,7 +112,7 @@ def test_out_of_fold_predictions_use_temperatures_fitted_without_the_state():
     rows = [make_decision(rng.normal(0, 3, 3), int(rng.integers(0, 3)), group=f"s{i // 3}") for i in range(60)]
     probs, temps = predict_out_of_fold(rows, folds=4)
     assert len(probs) == len(rows) and len(temps) == 4
-    for p, d in zip(probs, rows):
+    for p, d in zip(probs, rows, strict=True):
         assert np.argmax(p) == np.argmax(d.logits)
         assert p.sum() == pytest.approx(1.0)
 

@@ -63,11 +63,11 @@ def test_coverage_reaches_its_target_in_fold_and_out_of_fold(kind, target):
     rng = np.random.default_rng(7)
     k = 2 if kind == "noul" else 5
     fit_p, fit_y = _draw(rng, 600, k, kind)
-    threshold = fit_threshold([nonconformity(p, y, kind) for p, y in zip(fit_p, fit_y)], target, kind)
-    in_fold = np.mean([y in predict_set(p, kind, threshold.q) for p, y in zip(fit_p, fit_y)])
+    threshold = fit_threshold([nonconformity(p, y, kind) for p, y in zip(fit_p, fit_y, strict=True)], target, kind)
+    in_fold = np.mean([y in predict_set(p, kind, threshold.q) for p, y in zip(fit_p, fit_y, strict=True)])
     assert in_fold >= target
     test_p, test_y = _draw(rng, 3000, k, kind)
-    covered = np.mean([y in predict_set(p, kind, threshold.q) for p, y in zip(test_p, test_y)])
+    covered = np.mean([y in predict_set(p, kind, threshold.q) for p, y in zip(test_p, test_y, strict=True)])
     assert covered >= target - 0.03, (covered, threshold)  # 3000 draws: a standard error under 0.008
     sizes = np.mean([len(predict_set(p, kind, threshold.q)) for p in test_p])
     assert sizes < k  # an informative set, not every option
@@ -85,11 +85,11 @@ def test_abstention_reaches_its_target_error_on_the_data_it_was_fitted_on():
     rng = np.random.default_rng(3)
     probs, labels = _draw(rng, 800, 4, "choice")
     top = [float(np.max(p)) for p in probs]
-    correct = [int(np.argmax(p)) == y for p, y in zip(probs, labels)]
+    correct = [int(np.argmax(p)) == y for p, y in zip(probs, labels, strict=True)]
     overall_error = 1 - np.mean(correct)
     rule = fit_abstention(top, correct, 0.2, "choice")
     answered = [not rule.abstains(p) for p in probs]
-    err = 1 - np.mean([c for c, a in zip(correct, answered) if a])
+    err = 1 - np.mean([c for c, a in zip(correct, answered, strict=True) if a])
     assert overall_error > 0.2  # the rule has to abstain to get there
     assert err <= 0.2 and abs(err - rule.answered_error) < 1e-9
     assert 0 < rule.answered_share < 1 and abs(np.mean(answered) - rule.answered_share) < 1e-9

@@ -90,7 +90,7 @@ def test_labeled_sets_read_with_the_eval_reader(path, limits):
     items = read_labeled([path])  # every line a request, every label a valid answer to its question
     lines = read_lines(path)
     assert len(items) == len(lines)
-    for item, (number, _) in zip(items, lines):
+    for item, (number, _) in zip(items, lines, strict=True):
         where = f"{path.name}:{number}"
         assert item.task == path.stem, f"{where}: task {item.task!r}"
         request = check_request(item.request, limits, where)
@@ -118,5 +118,5 @@ def test_the_labeled_readme_counts_match_the_files():
         items = read_labeled([path])
         actual[path.name] = (len(items), sum(len(it.labels) for it in items))
     assert table == actual
-    lines, decisions = map(sum, zip(*actual.values()))
+    lines, decisions = map(sum, zip(*actual.values(), strict=True))
     assert f"Total: {lines} lines, {decisions} labeled decisions." in readme

@@ -77,7 +77,7 @@ def test_modes_agree_within_quantization_tolerance(family_engine, example_reques
             cold[mode].append(flatten_probabilities(family_engine.score(request, mode=mode)))
     spread = {}
     for pair in (("fresh", "serial"), ("fresh", "parallel"), ("serial", "parallel"), ("fresh", "oneshot")):
-        diffs = [abs(a[k] - b[k]) for a, b in zip(cold[pair[0]], cold[pair[1]]) for k in a]
+        diffs = [abs(a[k] - b[k]) for a, b in zip(cold[pair[0]], cold[pair[1]], strict=True) for k in a]
         spread[pair] = (max(diffs), float(np.mean(diffs)))
     print("max/mean |dp| per pair:", spread)  # reported, not hidden (pytest -s shows it)
     for pair, (worst, mean) in spread.items():
@@ -94,7 +94,7 @@ def test_repeated_request_hits_the_prefix_cache(family_engine):
     assert second.usage.cached_tokens == second.timing["prefix_tokens"] > 500
     assert family_engine.stats["cache_hits"] == hits + 1
     assert second.timing["prefill_s"] < first.timing["prefill_s"]
-    diffs = [abs(a - b) for a, b in zip(flatten_probabilities(first).values(), flatten_probabilities(second).values())]
+    diffs = [abs(a - b) for a, b in zip(flatten_probabilities(first).values(), flatten_probabilities(second).values(), strict=True)]
     assert max(diffs) <= MAX_ABS_DIFF
 
 
@@ -173,7 +173,7 @@ def test_slots_are_verified_single_tokens(family_engine):
             continue
         text = family_engine.renderer.render(LONG_STATE, plan.block)
         base = family_engine.tokenize(text)
-        for slot, token in zip(plan.slots, prep.slot_tokens[i]):
+        for slot, token in zip(plan.slots, prep.slot_tokens[i], strict=True):
             assert family_engine.tokenize(text + slot) == base + [token]
 
 
@@ -195,7 +195,7 @@ def test_score_batch_merges_requests_and_isolates_errors(engine, example_request
     assert len(batched) == len(requests)
     assert isinstance(batched[3], InvalidRequestError) and batched[3].field == "questions"
     assert batched[4].usage.cached_tokens == batched[4].timing["prefix_tokens"]  # same state shares the prefix
-    for request, response in zip(requests[:3], batched[:3]):
+    for request, response in zip(requests[:3], batched[:3], strict=True):
         assert response.timing["batched_requests"] == 4
         alone = flatten_probabilities(engine.score(request, mode="parallel"))
         together = flatten_probabilities(response)

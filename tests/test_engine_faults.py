@@ -122,7 +122,7 @@ def test_batches_over_the_context_are_admitted_in_rounds(faulty):
     assert all(not isinstance(r, Exception) for r in out), out
     faulty.check_invariants()
     assert faulty.store.free_seqs + len(faulty.cache.resident()) == free_before
-    for r, single in zip(out, reqs):
+    for r, single in zip(out, reqs, strict=True):
         faulty.clear_cache()
         assert_close(r, faulty.score(single, mode="parallel"))
 
@@ -148,7 +148,7 @@ def test_random_faults_across_modes_and_batches(faulty):
                     results.append(faulty.score(reqs[k], mode=mode))
                 except DecodeError as exc:
                     results.append(exc)
-        for k, res in zip(picks, results):
+        for k, res in zip(picks, results, strict=True):
             if isinstance(res, DecodeError):
                 errors += 1
             else:

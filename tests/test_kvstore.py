@@ -306,7 +306,7 @@ class SimulatedBackend(SimulatedMemory):
 
         if len(tokens) > self._free():
             raise DecodeError("llama_decode failed with code 1 (no free KV slot)")
-        self.cells += [(p, set(s)) for p, s in zip(pos, seqs)]
+        self.cells += [(p, set(s)) for p, s in zip(pos, seqs, strict=True)]
         self.decode_calls += 1
         if self.decode_calls in self.fail_decodes:
             raise DecodeError("llama_decode failed with code -99 (injected fault)")
@@ -371,7 +371,7 @@ def test_parallel_branches_of_several_prefixes_share_waves_and_give_every_fork_b
     runner, backend, store = make_runner()
     leases = [store.acquire(P), store.acquire(P_OTHER)]
     jobs = prepared(P, [[1, 2], [1, 3]]).jobs + prepared(P_OTHER, [[4], [5, 6]]).jobs
-    runner.branches([(job, lease.seq, lease.length) for job, lease in zip(jobs, [leases[0]] * 2 + [leases[1]] * 2)])
+    runner.branches([(job, lease.seq, lease.length) for job, lease in zip(jobs, [leases[0]] * 2 + [leases[1]] * 2, strict=True)])
     assert runner.counters.branch_tokens == 6  # 7 branch tokens: the leading 1 that both of P's branches share decodes once
     for lease in leases:
         store.release(lease)

@@ -122,7 +122,7 @@ class Calibrator:
         temperature = float(self.temperatures.get(plan.kind, 1.0))
         calibrated = apply_temperature(z, temperature)
         answer = build_answer(plan, calibrated, mass)
-        answer.x_raw_probabilities = dict(zip(plan.keys, (float(x) for x in probs)))
+        answer.x_raw_probabilities = dict(zip(plan.keys, (float(x) for x in probs), strict=True))
         answer.x_calibrated = True
         answer.x_temperature = temperature
         answer.x_debiased = prior is not None

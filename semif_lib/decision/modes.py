@@ -123,11 +123,11 @@ class ModeRunner:
         tokens, pos, seqs = head if head is not None else ([], [], [])
         offset = len(tokens)
         tokens = tokens + tree.tokens
-        pos = pos + [base_of[root] + d for root, d in zip(tree.root, tree.depth)]
+        pos = pos + [base_of[root] + d for root, d in zip(tree.root, tree.depth, strict=True)]
         seqs = seqs + [tuple(forks[o] for o in owners) for owners in tree.owners]
-        read = [offset + rows[off] for job, rows in zip(jobs, job_rows) for off in job.read_offsets]
+        read = [offset + rows[off] for job, rows in zip(jobs, job_rows, strict=True) for off in job.read_offsets]
         want = mark_rows(len(tokens), read)
-        logits = dict(zip([r for r, w in enumerate(want) if w], self.backend.decode(tokens, pos, seqs, want)))
-        for job, rows in zip(jobs, job_rows):
+        logits = dict(zip([r for r, w in enumerate(want) if w], self.backend.decode(tokens, pos, seqs, want), strict=True))
+        for job, rows in zip(jobs, job_rows, strict=True):
             job.rows = [logits[offset + rows[off]] for off in job.read_offsets]
         self.counters.branch_tokens += len(tree)

@@ -118,7 +118,7 @@ class RequestPreparer:
         prompts = [self._tokenize_prompt(state_text, plan, guarded) for plan in plans]
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
         prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=request.cache_key)
-        for i, (plan, prompt) in enumerate(zip(plans, prompts)):
+        for i, (plan, prompt) in enumerate(zip(plans, prompts, strict=True)):
             self._add_jobs(prep, i, plan, prompt)
         self._check_size(prep)
         return prep

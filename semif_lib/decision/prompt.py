@@ -126,7 +126,7 @@ def _plan_choice(qid: str, question: ChoiceQuestion, text: str, slot_prefix: str
                 field=f"questions.{qid}.criteria",
             )
         labels = pool[: len(names)]
-        lines = [f" {text}"] + [f"{label}. {_describe(n, question.criteria[n])}" for label, n in zip(labels, names)]
+        lines = [f" {text}"] + [f"{label}. {_describe(n, question.criteria[n])}" for label, n in zip(labels, names, strict=True)]
         slots = [slot_prefix + label for label in labels]
     return QuestionPlan(qid, "choice", names, slots, "\n".join(lines), question.readout, question.length_normalize)
 
@@ -264,10 +264,10 @@ class PromptRenderer:
         """
         messages = build_messages(state_text, block)
         holes = [f"\x00SEMIF_CONTENT_{i}\x00" for i in range(len(messages))]
-        skeleton = self._format([{**m, "content": h} for m, h in zip(messages, holes)])
+        skeleton = self._format([{**m, "content": h} for m, h in zip(messages, holes, strict=True)])
         pieces: list[tuple[str, bool]] = []
         rest = skeleton
-        for hole, message in zip(holes, messages):
+        for hole, message in zip(holes, messages, strict=True):
             before, found, rest = rest.partition(hole)
             if not found:
                 raise InvalidRequestError("chat template does not keep the message text; cannot keep it apart from control tokens",

@@ -37,7 +37,7 @@ def read_slot_logits(row: np.ndarray, slot_tokens: Sequence[int]) -> tuple[np.nd
 
 def sum_sequence_logprobs(rows: Sequence[np.ndarray], option_tokens: Sequence[int]) -> float:
     """log P(option text | prompt): `rows[j]` predicts `option_tokens[j]`."""
-    return float(sum(row[tok] - logsumexp(row) for row, tok in zip(rows, option_tokens)))
+    return float(sum(row[tok] - logsumexp(row) for row, tok in zip(rows, option_tokens, strict=True)))
 
 
 def read_sequence_scores(logprobs: Sequence[float], lengths: Sequence[int], length_normalize: bool) -> tuple[np.ndarray, np.ndarray, float]:
@@ -73,7 +73,7 @@ def score_confidence(probs: Sequence[float]) -> float:
 def build_answer(plan: QuestionPlan, probs: np.ndarray, option_mass: float) -> NoulAnswer | ChoiceAnswer | ScoreAnswer:
     """Shape probabilities over `plan.keys` into the System One answer for the question type."""
     p = [float(x) for x in probs]
-    probabilities = dict(zip(plan.keys, p))
+    probabilities = dict(zip(plan.keys, p, strict=True))
     top = int(np.argmax(probs))
     if plan.kind == "noul":
         return NoulAnswer(noul=probabilities["true"], probabilities=probabilities, option_mass=option_mass)

@@ -166,5 +166,5 @@ def read_top_logprobs(llm: "Llama", request: DecisionRequest | dict, reset: bool
         probs = [found.get(slot, 0.0) for slot in plan.slots]
         total = sum(probs)
         probs = [p / total for p in probs] if total > 0 else [1.0 / len(probs)] * len(probs)
-        results[qid] = dict(zip(plan.keys, probs))
+        results[qid] = dict(zip(plan.keys, probs, strict=True))
     return results

@@ -53,7 +53,7 @@ def plot_probabilities(response: Any, max_columns: int = 3, title: str | None = 
     distributions = {qid: read_probabilities(answer) for qid, answer in answers.items()}
     heights = [len(probs) for probs in distributions.values()]
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, max(1.6, 0.35 * max(heights) + 1.0) * rows), squeeze=False)
-    for ax, (qid, answer) in zip(axes.flat, answers.items()):
+    for ax, (qid, answer) in zip(axes.flat, answers.items(), strict=False):  # the grid may hold more panels than answers
         probs = distributions[qid]
         labels = list(probs)
         values = [float(probs[k]) for k in labels]
@@ -84,12 +84,12 @@ def plot_timings(responses: Mapping[str, Any], title: str | None = None) -> "Fig
     docs = [read_response(responses[k]) for k in labels]
     prefill = [float(d.get("x_timing", {}).get("prefill_s", 0.0)) for d in docs]
     total = [float(d.get("x_timing", {}).get("total_s", 0.0)) for d in docs]
-    rest = [max(0.0, t - p) for t, p in zip(total, prefill)]
+    rest = [max(0.0, t - p) for t, p in zip(total, prefill, strict=True)]
     fig, ax = plt.subplots(figsize=(7, 0.7 * len(labels) + 1.4))
     ax.barh(labels, prefill, color=ACCENT, label="shared prefill")
     bars = ax.barh(labels, rest, left=prefill, color=HIGHLIGHT, label="questions (branches / full prompts)")
     cached = [d.get("usage", {}).get("x_cached_tokens", 0) for d in docs]
-    ax.bar_label(bars, labels=[f"{t:.2f} s, {c} cached tokens" for t, c in zip(total, cached)], padding=3, fontsize=8)
+    ax.bar_label(bars, labels=[f"{t:.2f} s, {c} cached tokens" for t, c in zip(total, cached, strict=True)], padding=3, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(total + [1e-3]) * 1.45)
     ax.set_xlabel("seconds on the server (response timing)")

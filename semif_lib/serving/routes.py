@@ -196,7 +196,7 @@ def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
             return Response(json.dumps(dump_answer(results[0], ids, decisions[0]), ensure_ascii=False), media_type="application/json")
         lines = [
             error_record(out, rid) if isinstance(out, SemifError) else dump_answer(out, rid, extra)
-            for out, rid, extra in zip(results, ids, decisions)
+            for out, rid, extra in zip(results, ids, decisions, strict=True)
         ]
         return Response(dump_records(lines), media_type="application/jsonlines")
 

@@ -62,16 +62,16 @@ def summarize_level(out: Samples, base: Samples) -> dict[str, float]:
     return {"kv_cells_between_requests_mean": round(statistics.mean(out["kv"]), 1),
             "cached_tokens_mean": round(statistics.mean(out["cached"]), 1),
             "branches_s_median": round(statistics.median(out["branches"]), 4),
-            "slowdown_vs_none": round(statistics.median(t / u for t, u in zip(out["branches"], base["branches"])), 3),
+            "slowdown_vs_none": round(statistics.median(t / u for t, u in zip(out["branches"], base["branches"], strict=True)), 3),
             "prefill_tokens_per_s_median": round(statistics.median(out["prefill"]), 1),
-            "prefill_slowdown_vs_none": round(statistics.median(u / r for r, u in zip(out["prefill"], base["prefill"])), 3),
+            "prefill_slowdown_vs_none": round(statistics.median(u / r for r, u in zip(out["prefill"], base["prefill"], strict=True)), 3),
             "hit_prefill_s_median": round(statistics.median(out["hit"]), 4)}
 
 
 def spilled_vs_resident(spilled: Samples, resident: Samples) -> dict[str, float]:
     """Per target state, the resident policy's time over the spilled one's (prefill as a rate: spilled over resident)."""
-    return {"prefill_speedup": round(statistics.median(a / b for a, b in zip(spilled["prefill"], resident["prefill"])), 3),
-            "branches_speedup": round(statistics.median(b / a for a, b in zip(spilled["branches"], resident["branches"])), 3)}
+    return {"prefill_speedup": round(statistics.median(a / b for a, b in zip(spilled["prefill"], resident["prefill"], strict=True)), 3),
+            "branches_speedup": round(statistics.median(b / a for a, b in zip(spilled["branches"], resident["branches"], strict=True)), 3)}
 
 
 def run_residency(settings: Any, workload: Sequence[dict[str, Any]], resident: Sequence[int] = RESIDENT_LEVELS,

@@ -79,7 +79,7 @@ class Decision:
 # ---------------------------------------------------------------- temperature
 def _mean_nll(logits: Sequence[np.ndarray], labels: Sequence[int], inverse_t: float) -> float:
     total = 0.0
-    for z, y in zip(logits, labels):
+    for z, y in zip(logits, labels, strict=True):
         s = inverse_t * np.asarray(z, dtype=np.float64)
         top = s.max()
         total += top + math.log(float(np.exp(s - top).sum())) - s[y]

@@ -155,7 +155,7 @@ def _permuted_metrics(
     """Metrics of the order-averaged probabilities of one task's rows (or "all"), with their flip rate."""
     import numpy as np
 
-    sel = [(i, p) for i, p in zip(rows, averaged) if task in ("all", decisions[i].task)]
+    sel = [(i, p) for i, p in zip(rows, averaged, strict=True) if task in ("all", decisions[i].task)]
     if not sel:
         return None
     flips = [_flipped(permuted[(decisions[i].id, decisions[i].qid)]) for i, _ in sel]
@@ -174,7 +174,7 @@ def _fit_on_all_rows(decisions: Sequence["Decision"], base: Any) -> dict[str, An
     fitted = [d if base is None else type(d)(**{**d.__dict__, "logits": base(d)}) for d in decisions]
     temperatures = fit_temperatures(fitted)
     final = [apply_temperature(f.logits, temperatures.get(f.kind, 1.0)) for f in fitted]
-    unchanged = all(int(np.argmax(p)) == int(np.argmax(f.logits)) for p, f in zip(final, fitted))
+    unchanged = all(int(np.argmax(p)) == int(np.argmax(f.logits)) for p, f in zip(final, fitted, strict=True))
     return {"temperatures": temperatures, "argmax_unchanged_by_temperature": bool(unchanged)}
 
 

@@ -38,7 +38,7 @@ def _as_rows(probs: Iterable[Sequence[float] | np.ndarray]) -> list[np.ndarray]:
 def compute_balanced_accuracy(predicted: Sequence[Any], expected: Sequence[Any]) -> float:
     """Mean of per-class recall over the classes that occur in `expected`; immune to a model that always says "A"."""
     classes: dict[Any, list[bool]] = {}
-    for p, y in zip(predicted, expected):
+    for p, y in zip(predicted, expected, strict=True):
         classes.setdefault(y, []).append(p == y)
     return float(np.mean([np.mean(v) for v in classes.values()])) if classes else float("nan")
 
@@ -81,7 +81,7 @@ def compute_brier(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
     For yes/no this is twice the one-sided binary Brier score (p - y)^2.
     """
     total = []
-    for p, y in zip(_as_rows(probs), labels):
+    for p, y in zip(_as_rows(probs), labels, strict=True):
         onehot = np.zeros_like(p)
         onehot[y] = 1.0
         total.append(float(np.sum((p - onehot) ** 2)))
@@ -90,7 +90,7 @@ def compute_brier(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
 
 def compute_nll(probs: Sequence[np.ndarray], labels: Sequence[int]) -> float:
     """Mean negative log-likelihood of the right option (natural log; probabilities clipped at 1e-12)."""
-    vals = [-math.log(max(float(p[y]), _EPS)) for p, y in zip(_as_rows(probs), labels)]
+    vals = [-math.log(max(float(p[y]), _EPS)) for p, y in zip(_as_rows(probs), labels, strict=True)]
     return float(np.mean(vals)) if vals else float("nan")
 
 
@@ -107,7 +107,8 @@ def _option_mass(decisions: Sequence[Decision]) -> dict[str, float]:
     mass = np.asarray([d.option_mass for d in decisions], dtype=np.float64)
     if not len(mass):
         return dict.fromkeys(_MASS_METRICS, float("nan"))
-    return dict(zip(_MASS_METRICS, (float(mass.mean()), float(np.median(mass)), float(mass.min()), float((mass < 0.5).mean()))))
+    figures = (float(mass.mean()), float(np.median(mass)), float(mass.min()), float((mass < 0.5).mean()))
+    return dict(zip(_MASS_METRICS, figures, strict=True))
 
 
 def compute_metrics(decisions: Sequence[Decision], probs: Sequence[np.ndarray] | None = None) -> dict[str, float]:
@@ -115,21 +116,21 @@ def compute_metrics(decisions: Sequence[Decision], probs: Sequence[np.ndarray] |
     rows = _as_rows(probs) if probs is not None else [d.probabilities for d in decisions]
     labels = [d.label for d in decisions]
     top = [int(np.argmax(p)) for p in rows]
-    conf = [float(p[t]) for p, t in zip(rows, top)]
-    correct = [t == y for t, y in zip(top, labels)]
+    conf = [float(p[t]) for p, t in zip(rows, top, strict=True)]
+    correct = [t == y for t, y in zip(top, labels, strict=True)]
     return {
         "n": len(decisions),
         "accuracy": _mean(correct),
         # classes are answers by name within a workload: true/false, a queue, a level
         "balanced_accuracy": compute_balanced_accuracy(
-            [(d.task, d.keys[t]) for d, t in zip(decisions, top)], [(d.task, d.keys[d.label]) for d in decisions]
+            [(d.task, d.keys[t]) for d, t in zip(decisions, top, strict=True)], [(d.task, d.keys[d.label]) for d in decisions]
         ),
         "chance": _mean([1.0 / len(d.keys) for d in decisions]),
         "ece": compute_ece(conf, correct),
         "brier": compute_brier(rows, labels),
         "nll": compute_nll(rows, labels),
         "mean_confidence": _mean(conf),
-        "confident_error_rate": _mean([c >= CONFIDENT and not ok for c, ok in zip(conf, correct)]),
+        "confident_error_rate": _mean([c >= CONFIDENT and not ok for c, ok in zip(conf, correct, strict=True)]),
         **_option_mass(decisions),
         "top_share": _top_share(top, decisions),
     }

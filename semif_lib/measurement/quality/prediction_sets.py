@@ -247,7 +247,7 @@ def plot_served_sets(examples: Sequence[Example], path: Path | str, title: str =
 
     rows = max(1, -(-len(examples) // columns))
     fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, 2.9 * rows), squeeze=False)
-    for ax, (name, answer, label) in zip(axes.flat, examples):
+    for ax, (name, answer, label) in zip(axes.flat, examples, strict=False):  # the grid may hold more panels than examples
         probs = read_probabilities(answer)
         chosen = {str(k) for k in answer.get("x_prediction_set", [])}
         keys = list(probs)

@@ -137,7 +137,7 @@ def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], pa
         ax.bar(centers, acc, width=1 / N_BINS, edgecolor="black", color="#4c72b0", alpha=0.8, label="accuracy")
         filled = [b for b in bins if b["count"]]
         ax.plot([b["confidence"] for b in filled], [b["accuracy"] for b in filled], "o", color="#dd8452", label="mean conf.")
-        for x, b in zip(centers, bins):  # a bar over one decision is noise: say how many it holds
+        for x, b in zip(centers, bins, strict=True):  # a bar over one decision is noise: say how many it holds
             if b["count"]:
                 ax.text(x, min(b["accuracy"], 0.9) + 0.02, str(b["count"]), ha="center", fontsize=7)
         ax.set_xlim(0, 1)
@@ -166,7 +166,7 @@ def collect_reliability_sets(report_decisions: Sequence["Decision"], variants: d
     out = {}
     for name, probs in variants.items():
         conf = [float(np.max(p)) for p in probs]
-        correct = [int(np.argmax(p)) == d.label for p, d in zip(probs, report_decisions)]
+        correct = [int(np.argmax(p)) == d.label for p, d in zip(probs, report_decisions, strict=True)]
         out[name] = (conf, correct)
     return out
 

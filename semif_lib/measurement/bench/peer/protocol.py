@@ -89,7 +89,7 @@ def read_slot_probabilities(response: dict[str, Any], plan: QuestionPlan) -> tup
     weights = [math.exp(found[slot]) if slot in found else 0.0 for slot in plan.slots]
     total = sum(weights)
     probs = [w / total for w in weights] if total > 0 else [1.0 / len(weights)] * len(weights)
-    return dict(zip(plan.keys, probs)), sum(slot not in found for slot in plan.slots)
+    return dict(zip(plan.keys, probs, strict=True)), sum(slot not in found for slot in plan.slots)
 
 
 def decision_request(row: dict[str, Any], tag: str, questions: int | None = None) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def ask_server_logprobs(http: Any, url: str, planned: Sequence[tuple[QuestionPla
     else:
         answers = [ask(item) for item in planned]
     result = Pass(time.perf_counter() - t0, decisions=len(planned), requests=len(planned))
-    for (plan, _), (seconds, response) in zip(planned, answers):
+    for (plan, _), (seconds, response) in zip(planned, answers, strict=True):
         result.probs[plan.qid], result.missing[plan.qid] = read_slot_probabilities(response, plan)
         result.latencies.append(seconds)
         add_server_timings(result, response)

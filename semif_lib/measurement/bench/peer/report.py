@@ -259,7 +259,7 @@ def plot_peer(doc: PeerResults | dict[str, Any]) -> Any:
                              gridspec_kw={"width_ratios": [2, 1][:panels]})
     ax = axes[0][0]
     bars = ax.barh(paths, rates, color=["#3b7dd8" if p.startswith("decision") else "#bbbbbb" for p in paths])
-    for bar, path in zip(bars, paths):
+    for bar, path in zip(bars, paths, strict=True):
         bar.set_hatch("//" if "cached" in path else None)
     ax.bar_label(bars, fmt="%.2f", padding=2, fontsize=8)
     ax.invert_yaxis()
