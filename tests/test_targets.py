@@ -4,15 +4,13 @@ each step, what it records and how it removes it (local: processes; container: a
 from __future__ import annotations
 
 import inspect
-import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from support.aws import make_fake_gguf
+from support.stub_adapter import running_stub_adapter
 
 PROTOCOL_METHODS = ("region", "check_permissions", "publish_model", "deploy_text_model", "build_adapter_image",
                     "deploy_decision_model", "invoke_decision", "chat", "stream_chat", "score_jsonlines",
@@ -50,43 +48,15 @@ def test_select_target_and_owner_of(tmp_path):
 
 
 # ------------------------------------------------------------------ the targets on this machine, over HTTP
-class _Stub(BaseHTTPRequestHandler):
-    """Answers like the adapter (JSON, JSON Lines) and the text twin (SSE when asked for a stream)."""
-
-    seen: list[tuple[str, str, bytes]] = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).seen.append((self.path, self.headers["Content-Type"], body))
-        if self.headers["Accept"] == "text/event-stream":
-            out, kind = b"".join(b"data: " + json.dumps({"choices": [{"delta": {"content": p}}]}).encode() + b"\n\n"
-                                 for p in ("he", "llo")) + b"data: [DONE]\n\n", "text/event-stream"
-        elif self.headers["Content-Type"] == "application/jsonlines":
-            out = b"".join(json.dumps({"id": json.loads(ln)["id"], "answers": {}}).encode() + b"\n" for ln in body.splitlines())
-            kind = "application/jsonlines"
-        else:
-            out, kind = b'{"answers": {}}', "application/json"
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def stub_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    _Stub.seen.clear()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+def stub():
+    """The stand-in adapter and text twin (`support.stub_adapter`): JSON, JSON Lines, and SSE when asked for a stream."""
+    with running_stub_adapter() as adapter:
+        yield adapter
 
 
 @pytest.mark.parametrize("name", ["local", "container"])
-def test_the_targets_on_this_machine_answer_over_http(name, tmp_path, stub_url):
+def test_the_targets_on_this_machine_answer_over_http(name, tmp_path, stub):
     from semif_lib.registry import WorkshopState
     from semif_lib.targets import select_target
 
@@ -96,14 +66,14 @@ def test_the_targets_on_this_machine_answer_over_http(name, tmp_path, stub_url):
     assert target.region() is None and target.publish_model(object(), state, False) == {}
     assert target.check_permissions(state, said.append) is None and said == [f"target={name}: no AWS account or permissions needed"]
     assert target.enable_autoscaling(state, 1, 2, 60.0) is None
-    assert target.invoke_decision(stub_url, b'{"x": 1}', "fresh") == {"answers": {}}
-    assert target.chat(stub_url, b'{"messages": []}') == {"answers": {}}
-    assert list(target.stream_chat(stub_url, b'{"stream": true}')) == ["he", "llo"]
+    assert target.invoke_decision(stub.url, b'{"x": 1}', "fresh") == {"answers": {}}
+    assert target.chat(stub.url, b'{"messages": []}') == {"answers": {}}
+    assert list(target.stream_chat(stub.url, b'{"stream": true}')) == ["he", "llo"]
     with pytest.raises(KeyError, match="04_deploy_decision_endpoint"):
         target.score_jsonlines(state, tmp_path / "r.jsonl", b'{"id": "a"}\n', True)
-    state.set("decision_endpoint", stub_url)
+    state.set("decision_endpoint", stub.url)
     assert [r["id"] for r in target.score_jsonlines(state, tmp_path / "r.jsonl", b'{"id": "a"}\n{"id": "b"}\n', True)] == ["a", "b"]
-    assert [(p, t) for p, t, _ in _Stub.seen] == [("/invocations?mode=fresh", "application/json"), ("/invocations", "application/json"),
+    assert [(p, t) for p, t, _ in stub.seen] == [("/invocations?mode=fresh", "application/json"), ("/invocations", "application/json"),
                                                   ("/invocations", "application/json"), ("/invocations", "application/jsonlines")]
 
 
@@ -195,42 +165,27 @@ def test_cleanup_settings_need_a_region_only_for_aws_resources(aws, aws_settings
 
 # ------------------------------------------------------------------ target=local steps: no boto3
 LOCAL_STEPS = """
-import json, sys, tempfile, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys, tempfile
 from pathlib import Path
 
 sys.path.insert(0, {tests!r})
 from support.aws import make_fake_gguf
+from support.stub_adapter import running_stub_adapter
 
 from semif_lib import workshop
 from semif_lib.settings import Settings
 
-
-class Adapter(BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        out = b'{{"answers": {{}}}}'
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args):
-        pass
-
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Adapter)
-threading.Thread(target=server.serve_forever, daemon=True).start()
 root = Path(tempfile.mkdtemp())
 settings = Settings(target="local", state_file=root / "state.json", run_id="n0aws2")
 state = workshop.load_state(settings)
 info = workshop.package_model(make_fake_gguf(root / "m.gguf"), settings=settings, state=state, progress=False)
 assert info["model_data_url"].startswith("file://") and not info["uploaded"]
-state.set("decision_endpoint", f"http://127.0.0.1:{{server.server_address[1]}}")
-state.set("text_endpoint", state.get("decision_endpoint"))
-assert workshop.invoke_decision({{"state": "x", "questions": {{}}}}, settings=settings, state=state) == {{"answers": {{}}}}
-assert workshop.chat("hi", settings=settings, state=state) == {{"answers": {{}}}}
-assert list(workshop.stream_chat("hi", settings=settings, state=state)) == []  # a JSON body, no `data:` line: no delta
+with running_stub_adapter(streams=False) as adapter:  # a server that does not stream: a JSON body to a stream request
+    state.set("decision_endpoint", adapter.url)
+    state.set("text_endpoint", state.get("decision_endpoint"))
+    assert workshop.invoke_decision({{"state": "x", "questions": {{}}}}, settings=settings, state=state) == {{"answers": {{}}}}
+    assert workshop.chat("hi", settings=settings, state=state) == {{"answers": {{}}}}
+    assert list(workshop.stream_chat("hi", settings=settings, state=state)) == []  # a JSON body, no `data:` line: no delta
 print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws")
              or m.split(".")[0] in ("boto3", "botocore", "sagemaker", "s3transfer")))
 """

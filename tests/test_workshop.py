@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from support.aws import own_repositories, publish_dlc_images
+from support.stub_adapter import running_stub_adapter
 
 
 def _run_every_aws_step(settings, st, gguf, tmp_path):
@@ -152,25 +150,6 @@ def test_the_aws_path_through_a_moto_server(aws_credentials, tmp_path, fake_gguf
         server.stop()
 
 
-class _Capture(BaseHTTPRequestHandler):
-    """Records what the local-mode client sends (stands in for the local adapter, not for AWS)."""
-
-    bodies: list[tuple[str, str, bytes]] = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).bodies.append((self.path, self.headers["Content-Type"], body))
-        out = b'{"answers": {}}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monkeypatch):
     import requests
 
@@ -178,17 +157,12 @@ def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monk
     from semif_lib.settings import Settings
     from semif_lib.workshop import WorkshopState, invoke_decision
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with running_stub_adapter() as adapter:  # records what the local-mode client sends (the local adapter's stand-in, not AWS's)
         local = Settings(target="local", state_file=tmp_path / "local.json", run_id="byt3s1")
         st = WorkshopState.load(local.state_file, "byt3s1")
-        st.set("decision_endpoint", url)
+        st.set("decision_endpoint", adapter.url)
         invoke_decision(example_requests[0], settings=local, state=st)
-    finally:
-        server.shutdown()
-    (path, content_type, local_body), = _Capture.bodies
+    (path, content_type, local_body), = adapter.seen
 
     sent: list[bytes] = []
     real_runtime_client = deployment.runtime_client
