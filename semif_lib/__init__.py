@@ -5,7 +5,7 @@ The house has four wings with one-way doors (see the README's repository map):
 * `decision/`: the wire format, prompt, readout and the engine (the only llama_cpp user);
 * `serving/`: `semif serve` and `semif serve-text` behind SageMaker's container contract;
 * `aws/`: what a workshop run creates in an AWS account, and its cleanup (boto3, lazily);
-* `measurement/`: benchmarks, evaluation, calibration fitting and plots;
+* `measurement/`: benchmarks (`bench/`), evaluation and calibration fitting (`quality/`), plots;
 
 on plumbing they all share (`settings`, `errors`, `modelfile`, `jsonlines`, `processes`,
 `arguments`, `llama_flags`, `llamabuilds`, `containers`), under a top floor that only the notebooks and the shell use (`workshop`,

@@ -1,7 +1,7 @@
 """Applying a calibration file to answers: the stored content-free prior, then the type's temperature.
 
 The decision wing's half of calibration. The engine loads the file named by `SEMIF_CALIBRATION`
-and applies it to every answer; fitting one is measurement's job (`measurement.calibration`,
+and applies it to every answer; fitting one is measurement's job (`measurement.quality.calibration`,
 `semif eval --calibrate`), which writes the format read here.
 
 The file is keyed by the model file's sha256 and `prompt.PROMPT_VERSION`; the probabilities it

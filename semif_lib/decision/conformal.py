@@ -18,7 +18,7 @@ Abstention: answer only when the top probability reaches `min_confidence`, the s
 threshold whose answered share has an error rate at or below the target on the fitting data
 (an empirical rule, with no guarantee beyond it).
 
-This module is the one place both rules live: `measurement.prediction_sets` fits them with the
+This module is the one place both rules live: `measurement.quality.prediction_sets` fits them with the
 functions below, and the calibrator applies them to served answers with the same functions.
 """
 

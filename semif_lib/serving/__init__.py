@@ -1,6 +1,7 @@
 """The serving wing: the decision path and the text path behind SageMaker's container contract.
 
-`app` (`semif serve`: the app and its CLI), `routes` (its route groups), `bodies` (reading a request body: its limit
+`cli` (the flags of `semif serve` and `semif serve-text`, light: `semif --help` reads them without a server),
+`app` (`semif serve`: the app), `routes` (its route groups), `bodies` (reading a request body: its limit
 and its content coding, zstd or gzip), `wire` (parsing request bodies, response and error bodies, the OpenAPI
 models), `worker` (the one thread that owns the engine), `runner` (uvicorn with SageMaker's SIGTERM drain),
 `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC) and
