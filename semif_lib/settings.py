@@ -128,6 +128,9 @@ class Settings(BaseSettings):
         None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
     codebuild_role_arn: str | None = Field(  # issue 22: an event team's account provisions it once (container/cfn/)
         None, description="CodeBuild service role for the adapter build; default: semif-codebuild-<run>, created from container/iam/.")
+    role_boundary: str | None = Field(  # issue 30: a role the workshop creates can never do more than this managed policy
+        None, description="Permissions boundary (a managed policy's name or ARN) on every role the workshop creates; default "
+                          "semif-workshop-role-boundary, made once per account from container/iam/workshop-role-boundary.json.")
     adapter_image_uri: str | None = Field(
         None, description="A pre-built adapter image (ECR URI) notebook 04 deploys; set, notebook 03 builds nothing.")
     kms_key_id: str | None = Field(  # issue 22: accounts that enforce KMS refuse SSE-S3 uploads

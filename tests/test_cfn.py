@@ -1,119 +1,150 @@
 """container/cfn/workshop-account.yaml, the event team's account: its policies are container/iam/'s, it deploys on
-moto, and the settings its Studio lifecycle configuration writes are what a notebook kernel then reads.
+moto (twice in one account, under two name prefixes), the settings its Studio lifecycle configuration writes are
+what a notebook kernel then reads, and the space it gives an attendee fits the workshop.
 
-moto's CloudFormation creates the bucket and the two roles; it skips AWS::SageMaker::Domain, UserProfile and
+moto's CloudFormation creates the bucket and the three roles; it skips AWS::SageMaker::Domain, UserProfile and
 StudioLifecycleConfig (no moto support: it warns and leaves them out), so the Studio half is checked by reading
-the template, and the lifecycle script is rendered from it and run here with bash.
+the template, and the lifecycle script is rendered from it and run here with bash (git and conda are stand-ins
+that record how they were called).
 """
 
 from __future__ import annotations
 
-import ast
+import base64
 import json
 import re
 import subprocess
-import warnings
-from typing import Any
+import time
+from pathlib import Path
 
 import pytest
 
-from support.paths import ROOT
-
-TEMPLATE = ROOT / "container" / "cfn" / "workshop-account.yaml"
-ACCOUNT = "123456789012"
-NO_VALUE = object()
-STUDIO_ONLY = {"AWS::SageMaker::Domain", "AWS::SageMaker::UserProfile", "AWS::SageMaker::StudioLifecycleConfig"}
+from support.workshop_account import ACCOUNT, STUDIO_ONLY, Renderer, lifecycle_script, load_template, moto_policy
 
 
-def load_template() -> dict[str, Any]:
-    from cfnlint.decode.cfn_yaml import loads  # CloudFormation's YAML (!Sub, !If, ...), as cfn-lint reads it
+def role_arn(region: str, purpose: str, prefix: str = "semif") -> str:
+    from semif_lib.aws.clients import partition_for
 
-    return loads(TEMPLATE.read_text())
-
-
-class Renderer:
-    """The intrinsic functions this template uses, evaluated for given parameters (what CloudFormation would do)."""
-
-    def __init__(self, template: dict[str, Any], region: str, parameters: dict[str, str], attributes: dict[str, str]):
-        self.template = template
-        defaults = {k: v.get("Default", "") for k, v in template["Parameters"].items()}
-        self.refs: dict[str, Any] = {**defaults, **parameters, **attributes, "AWS::Region": region, "AWS::AccountId": ACCOUNT,
-                                     "AWS::Partition": "aws-cn" if region.startswith("cn-") else "aws", "AWS::NoValue": NO_VALUE}
-        self.conditions = {name: self.render(body) for name, body in template["Conditions"].items()}
-
-    def render(self, node: Any) -> Any:
-        if isinstance(node, list):
-            return [v for v in (self.render(x) for x in node) if v is not NO_VALUE]
-        if not isinstance(node, dict):
-            return str(node) if isinstance(node, str) else node
-        if len(node) == 1:
-            (key, arg), = node.items()
-            if key in FUNCTIONS:
-                return FUNCTIONS[key](self, arg)
-        return {str(k): v for k, v in ((k, self.render(x)) for k, x in node.items()) if v is not NO_VALUE}
-
-    def sub(self, arg: Any) -> str:
-        text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], {k: self.render(v) for k, v in arg[1].items()})
-        return re.sub(r"\$\{([^}!]+)\}", lambda m: str({**self.refs, **extra}[m.group(1)]), str(text))
+    return f"arn:{partition_for(region)[0]}:iam::{ACCOUNT}:role/{prefix}-{purpose}-{region}"
 
 
-FUNCTIONS = {
-    "Ref": lambda r, a: r.refs[a],
-    "Fn::Sub": Renderer.sub,
-    "Fn::If": lambda r, a: r.render(a[1] if r.conditions[a[0]] else a[2]),
-    "Fn::Not": lambda r, a: not r.render(a[0]),
-    "Fn::Equals": lambda r, a: r.render(a[0]) == r.render(a[1]),
-    "Fn::FindInMap": lambda r, a: r.template["Mappings"][r.render(a[0])][r.render(a[1])][r.render(a[2])],
-    "Fn::GetAtt": lambda r, a: r.refs[".".join(a) if isinstance(a, list) else a],
-    "Fn::Base64": lambda r, a: r.render(a),  # kept as text: the script is read, not decoded
-}
+def template_attributes(region: str, bucket: str, prefix: str = "semif") -> dict[str, str]:
+    """What CloudFormation resolves `!Ref WorkshopBucket` and the roles' `!GetAtt ... .Arn` to."""
+    return {"WorkshopBucket": bucket, "StudioExecutionRole.Arn": role_arn(region, "studio", prefix),
+            "SageMakerExecutionRole.Arn": role_arn(region, "sagemaker", prefix),
+            "CodeBuildServiceRole.Arn": role_arn(region, "codebuild", prefix)}
 
 
 def account_values(region: str, bucket: str, kms_key: str = "") -> dict[str, dict[str, str]]:
     """The placeholders of each container/iam/ file as the template writes them: for every run of the account
-    (the run's prefix, repository and project become wildcards; the caller policy's prefix is the account's)."""
+    (the run's prefix, repository and project become wildcards; the caller policy's prefix is the account's), and
+    the two service roles the template makes as the only roles an attendee passes."""
     from semif_lib.aws.clients import partition_for
     from semif_lib.aws.dlc import dlc_account
 
     common = {"PARTITION": partition_for(region)[0], "REGION": region, "ACCOUNT": ACCOUNT, "BUCKET": bucket,
               "DLC_ACCOUNT": dlc_account(region), "KMS_KEY_ARN": kms_key}
+    roles = {"SAGEMAKER_ROLE": role_arn(region, "sagemaker"), "CODEBUILD_ROLE": role_arn(region, "codebuild"),
+             "CALLER": role_arn(region, "studio"), "CALLER_ANY_PATH": role_arn(region, "studio").replace(":role/", ":role/*/")}
     run = {**common, "PREFIX": "semif-workshop/*", "REPOSITORY": "semif-adapter-*", "PROJECT": "semif-adapter-build-*"}
-    return {"workshop-caller-policy": {**common, "PREFIX": "semif-workshop"}, "sagemaker-execution-policy": run,
-            "codebuild-service-policy": run, "kms-key-policy": common, "sagemaker-trust-policy": common, "codebuild-trust-policy": common}
+    return {"workshop-caller-policy": {**common, **roles, "PREFIX": "semif-workshop"}, "workshop-guardrails-policy": {**common, **roles},
+            "sagemaker-execution-policy": run, "codebuild-service-policy": run, "kms-key-policy": common,
+            "studio-trust-policy": common, "sagemaker-trust-policy": common, "codebuild-trust-policy": common}
 
 
-ROLES = {  # role -> (its trust policy file, its inline policy files without / with a KMS key)
-    "StudioExecutionRole": ("sagemaker-trust-policy", ["workshop-caller-policy", "sagemaker-execution-policy"]),
-    "CodeBuildServiceRole": ("codebuild-trust-policy", ["codebuild-service-policy"]),
+ROLES = {  # role -> (its name's purpose, its trust policy file, its inline policy files without a KMS key)
+    "StudioExecutionRole": ("studio", "studio-trust-policy", ["workshop-caller-policy", "workshop-guardrails-policy"]),
+    "SageMakerExecutionRole": ("sagemaker", "sagemaker-trust-policy", ["sagemaker-execution-policy"]),
+    "CodeBuildServiceRole": ("codebuild", "codebuild-trust-policy", ["codebuild-service-policy"]),
 }
 
 
 @pytest.mark.parametrize("region", ["us-east-1", "ap-northeast-3", "cn-north-1"])
 @pytest.mark.parametrize("kms_key", ["", "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"], ids=["sse", "kms"])
 def test_every_policy_in_the_template_is_its_container_iam_file(region, kms_key):
-    """The caller policy lives in container/iam/ alone: the template's copy, rendered, must equal it (and the other files)."""
+    """The policies live in container/iam/ alone, split by job: the template's copies, rendered, must equal them."""
     from semif_lib.aws.clients import load_policy
     from semif_lib.aws.dlc import DLC_ACCOUNTS
 
     template = load_template()
-    bucket = f"semif-sagemaker-{ACCOUNT}-{region}"
-    attributes = {"WorkshopBucket": bucket}
-    renderer = Renderer(template, region, {"KmsKeyArn": kms_key}, attributes)
+    bucket = f"semif-workshop-{ACCOUNT}-{region}"
+    renderer = Renderer(template, region, {"KmsKeyArn": kms_key}, template_attributes(region, bucket))
     values = account_values(region, bucket, kms_key)
-    for role, (trust, policies) in ROLES.items():
+    for role, (purpose, trust, policies) in ROLES.items():
         properties = renderer.render(template["Resources"][role]["Properties"])
+        assert properties["RoleName"] == f"semif-{purpose}-{region}", role
         assert properties["AssumeRolePolicyDocument"] == load_policy(trust, **values[trust]), role
         names = [p["PolicyName"] for p in properties["Policies"]]
         assert names == policies + (["kms-key-policy"] if kms_key else []), role
         for policy in properties["Policies"]:
             name = policy["PolicyName"]
             assert policy["PolicyDocument"] == load_policy(name, **values[name]), f"{role}: {name} drifted from container/iam/{name}.json"
-        assert properties["RoleName"].startswith("semif-"), "the caller policy passes only semif-* roles"
+    assert template["Resources"]["StudioExecutionRole"]["Properties"]["ManagedPolicyArns"] == [
+        {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSageMakerFullAccess"}], "Studio's UI: and nothing else managed"
+    service_roles = ("SageMakerExecutionRole", "CodeBuildServiceRole")
+    assert not any("ManagedPolicyArns" in template["Resources"][r]["Properties"] for r in service_roles)
     assert {r: m["Account"] for r, m in template["Mappings"]["DlcAccounts"].items()} == DLC_ACCOUNTS
 
 
-def test_studio_uses_the_role_and_the_lifecycle_configuration_by_reading_the_template():
-    """What moto cannot deploy: the domain's and profile's execution role, and the JupyterLab lifecycle configuration."""
+def _compact_size(document: dict) -> int:
+    """The characters IAM counts in a policy: its JSON without white space."""
+    return len(json.dumps(document, separators=(",", ":")))
+
+
+def test_the_policies_fit_iams_size_quotas():
+    """IAM refuses a role whose inline policies together pass 10,240 characters, and a managed policy over 6,144
+    (IAM and STS quotas; white space not counted): the Studio role's three inline policies, the boundary and the
+    two standalone policies (attached as managed policies) fit, with the longest region and a KMS key."""
+    from semif_lib.aws.clients import load_policy
+
+    region, key = "ap-southeast-7", "arn:aws:kms:ap-southeast-7:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    bucket = f"semif-workshop-{ACCOUNT}-{region}"
+    template = load_template()
+    renderer = Renderer(template, region, {"KmsKeyArn": key, "NamePrefix": "a" * 20}, template_attributes(region, bucket, "a" * 20))
+    for role in ROLES:
+        inline = renderer.render(template["Resources"][role]["Properties"])["Policies"]
+        assert sum(_compact_size(p["PolicyDocument"]) for p in inline) <= 10_240, role
+    standalone = {"PARTITION": "aws", "REGION": region, "ACCOUNT": ACCOUNT, "BUCKET": bucket, "PREFIX": "semif-workshop",
+                  "DLC_ACCOUNT": "590183813437", "SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/semif-workshop/semif-sagemaker-*",
+                  "CODEBUILD_ROLE": "arn:aws:iam::123456789012:role/semif-workshop/semif-codebuild-*",
+                  "BOUNDARY_ARN": "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary",
+                  "CALLER": "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/eu-west-1/"
+                            "AWSReservedSSO_Attendee_0123456789abcdef",
+                  "CALLER_ANY_PATH": "arn:aws:iam::123456789012:role/*/AWSReservedSSO_Attendee_0123456789abcdef"}
+    for name in ("workshop-caller-policy", "workshop-provisioning-policy", "workshop-role-boundary"):
+        document = load_policy(name, **standalone)
+        if name == "workshop-caller-policy":  # with SEMIF_KMS_KEY_ID the caller policy carries the key's statements too
+            document["Statement"] += load_policy("kms-key-policy", KMS_KEY_ARN=key)["Statement"]
+        assert _compact_size(document) <= 6_144, name
+
+
+def test_cfn_lints_iam_rules_pass_on_every_shipped_policy(aws, aws_settings):
+    """IAM Access Analyzer's policy checks have no maintained offline equivalent; cfn-lint's IAM rules are the
+    maintained part: every action exists (W3037), each policy has an identity policy's schema (E3510), and the
+    informational check that a statement's resources fit its actions (I3510). CI lints the template's copies; here the
+    standalone policies, the boundary and the rest go in as managed policies, rendered as a run fills them in."""
+    from cfnlint.api import ManualArgs, lint
+
+    from semif_lib.aws import iamroles, preflight
+    from semif_lib.aws.clients import load_policy
+
+    values = account_values("us-east-1", f"semif-sagemaker-{ACCOUNT}-us-east-1")
+    own = f"arn:aws:iam::{ACCOUNT}:role/workshop-attendee"
+    documents = {"Caller": preflight.caller_policy(aws_settings, caller=own),
+                 "Provisioning": preflight.provisioning_policy(aws_settings, caller=own),
+                 "Boundary": iamroles.boundary_document(aws_settings),
+                 "Guardrails": load_policy("workshop-guardrails-policy", **values["workshop-guardrails-policy"]),
+                 "Execution": load_policy("sagemaker-execution-policy", **values["sagemaker-execution-policy"]),
+                 "CodeBuild": load_policy("codebuild-service-policy", **values["codebuild-service-policy"])}
+    template = {"AWSTemplateFormatVersion": "2010-09-09", "Resources": {
+        name: {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": document}} for name, document in documents.items()}}
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"], include_checks=["I"]))
+    assert [f"{m.rule.id} {m.path}: {m.message}" for m in matches] == []
+
+
+def test_studio_uses_the_roles_and_the_lifecycle_configuration_by_reading_the_template():
+    """What moto cannot deploy: the domain's and profile's execution role (the attendees'), the JupyterLab lifecycle
+    configuration, CloudTrail's source identity, and the endpoints' role being another role than the attendees'."""
     resources = load_template()["Resources"]
     domain = resources["StudioDomain"]["Properties"]
     role = {"Fn::GetAtt": ["StudioExecutionRole", "Arn"]}
@@ -124,51 +155,140 @@ def test_studio_uses_the_role_and_the_lifecycle_configuration_by_reading_the_tem
     assert resources["WorkshopSettings"]["Properties"]["StudioLifecycleConfigAppType"] == "JupyterLab"
     profile = resources["AttendeeProfile"]["Properties"]
     assert profile["DomainId"] == {"Fn::GetAtt": ["StudioDomain", "DomainId"]} and profile["UserSettings"]["ExecutionRole"] == role
+    assert domain["DomainSettings"]["ExecutionRoleIdentityConfig"] == "USER_PROFILE_NAME"
+    trust = resources["StudioExecutionRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Action"] == ["sts:AssumeRole", "sts:SetSourceIdentity"], "a source identity needs sts:SetSourceIdentity in the trust"
     assert {r["Type"] for r in resources.values()} >= STUDIO_ONLY
 
 
-def _moto_policy(document: Any) -> Any:
-    """moto keeps a CloudFormation role's inline policy as the Python repr of the dict."""
-    return document if isinstance(document, dict) else (json.loads(document) if document.startswith("{\"") else ast.literal_eval(document))
+def test_the_space_fits_the_workshop_and_two_stacks_can_share_an_account():
+    """A JupyterLab space big enough for the environment, a source-built llama-cpp-python and a model (50 GB, up to
+    200), idle shutdown, the repository offered in the Git panel, the domain id as an output; every fixed name
+    starts with NamePrefix. The values are checked against cfn-lint's schema of AWS::SageMaker::Domain."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    template = load_template()
+    parameters, domain = template["Parameters"], template["Resources"]["StudioDomain"]["Properties"]
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", "AWS::SageMaker::Domain").schema["definitions"]
+    for settings in (domain["DefaultUserSettings"], domain["DefaultSpaceSettings"]):
+        ebs = settings["SpaceStorageSettings"]["DefaultEbsStorageSettings"]
+        assert ebs == {"DefaultEbsVolumeSizeInGb": {"Ref": "SpaceVolumeSizeGb"},
+                       "MaximumEbsVolumeSizeInGb": {"Ref": "SpaceVolumeMaximumGb"}}
+    assert parameters["SpaceVolumeSizeGb"]["Default"] == 50 and parameters["SpaceVolumeMaximumGb"]["Default"] >= 100
+    size = schema["SpaceEbsVolumeSizeInGb"]
+    assert parameters["SpaceVolumeSizeGb"]["MinValue"] >= size["minimum"]
+    assert parameters["SpaceVolumeMaximumGb"]["MaxValue"] <= size["maximum"]
+    idle = domain["DefaultUserSettings"]["JupyterLabAppSettings"]["AppLifecycleManagement"]["IdleSettings"]
+    assert idle["LifecycleManagement"] == "ENABLED" and idle["IdleTimeoutInMinutes"] == {"Ref": "IdleTimeoutMinutes"}
+    timeout = schema["IdleTimeoutInMinutes"]
+    assert timeout["minimum"] <= parameters["IdleTimeoutMinutes"]["MinValue"] <= parameters["IdleTimeoutMinutes"]["Default"]
+    assert idle["MinIdleTimeoutInMinutes"] <= parameters["IdleTimeoutMinutes"]["Default"] <= idle["MaxIdleTimeoutInMinutes"]
+    assert domain["DefaultUserSettings"]["JupyterLabAppSettings"]["CodeRepositories"] == {
+        "Fn::If": ["HasRepositoryUrl", [{"RepositoryUrl": {"Ref": "RepositoryUrl"}}], {"Ref": "AWS::NoValue"}]}
+    assert template["Outputs"]["DomainId"]["Value"] == {"Fn::GetAtt": ["StudioDomain", "DomainId"]}
+    named = {"WorkshopBucket": "BucketName", "StudioExecutionRole": "RoleName", "SageMakerExecutionRole": "RoleName",
+             "CodeBuildServiceRole": "RoleName", "WorkshopSettings": "StudioLifecycleConfigName", "StudioDomain": "DomainName"}
+    for resource, key in named.items():
+        assert "${NamePrefix}-" in json.dumps(template["Resources"][resource]["Properties"][key]), f"{resource}.{key} is fixed"
+    longest = Renderer(template, "ap-southeast-7", {"NamePrefix": "a" * 20}, {})
+    assert max(len(longest.render(template["Resources"][r]["Properties"]["RoleName"])) for r in ROLES) <= 64  # IAM's limit
+    assert len(longest.render(template["Resources"]["WorkshopBucket"]["Properties"]["BucketName"])) <= 63  # S3's
+
+
+def _lifecycle_script(parameters: dict[str, str], region: str = "us-east-1") -> str:
+    return lifecycle_script(region, parameters, template_attributes(region, f"semif-workshop-{ACCOUNT}-{region}"))
+
+
+STAND_INS = {  # what a JupyterLab space has on PATH, recording how the lifecycle script calls it
+    "git": 'echo "git $*" >> "$CALLS"; mkdir -p "${@: -1}"; printf "name: semif-workshop\\n" > "${@: -1}/environment.yml"\n',
+    "conda": ('echo "conda $* | cwd=$PWD | CXXFLAGS=$CXXFLAGS | CONDA_PKGS_DIRS=$CONDA_PKGS_DIRS" >> "$CALLS"\n'
+              'env="$4"; mkdir -p "$env/bin"\n'
+              'printf \'#!/bin/bash\\necho "python $*" >> "$CALLS"\\n\' > "$env/bin/python"; chmod +x "$env/bin/python"\n'),
+}
+
+
+def _run_lifecycle(script: str, home: Path, tools: Path, calls: Path) -> str:
+    """Run the rendered script as a space's start does, then wait for the background setup it starts; its log."""
+    env = {"HOME": str(home), "PATH": f"{tools}:/usr/bin:/bin", "CALLS": str(calls)}
+    log = home / ".semif" / "environment.log"
+    before = len(log.read_text()) if log.is_file() else 0  # the log is appended to, one start after another
+    subprocess.run(["bash", "-c", script], env=env, check=True, timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        text = log.read_text()[before:] if log.is_file() else ""
+        if "semif: kernel Python (semif-workshop) ready" in text or "semif: no " in text or "failed" in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"the background setup did not finish: {log.read_text() if log.is_file() else 'no log'}")
+
+
+def test_the_lifecycle_script_keeps_the_environment_and_its_kernel_on_the_home_volume(tmp_path):
+    """The conda environment goes under the home volume (an app restart keeps it, unlike /opt/conda/envs) and its
+    kernel is registered from it, in the background (a lifecycle script has 5 minutes); the repository is cloned once
+    when the template names it; the next start reuses both. HOME unset under `set -u` falls back to the space's home."""
+    script = _lifecycle_script({"RepositoryUrl": "https://github.com/example/semif-workshop.git"})
+    assert "${HOME:-/home/sagemaker-user}" in script and not re.search(r"\$HOME\b|\$\{HOME\}", script)
+    assert len(base64.b64encode(script.encode())) <= 16_384, "StudioLifecycleConfigContent's limit (base64)"
+    subprocess.run(["bash", "-n", "-c", script], check=True, timeout=30)
+    tools, home, calls = tmp_path / "bin", tmp_path / "home", tmp_path / "calls.log"
+    tools.mkdir()
+    home.mkdir()
+    for name, body in STAND_INS.items():
+        (tools / name).write_text("#!/bin/bash\n" + body)
+        (tools / name).chmod(0o755)
+    log = _run_lifecycle(script, home, tools, calls)
+    env = home / ".conda" / "envs" / "semif-workshop"
+    made = calls.read_text().splitlines()
+    assert made[0] == f"git clone --quiet --depth 1 https://github.com/example/semif-workshop.git {home / 'semif-workshop'}"
+    assert made[1] == (f"conda env create -p {env} -f environment.yml | cwd={home / 'semif-workshop'} | CXXFLAGS=-U__AMX_INT8__ | "
+                       f"CONDA_PKGS_DIRS={home / '.conda' / 'pkgs'}")
+    assert made[2] == 'python -m ipykernel install --user --name semif-workshop --display-name Python (semif-workshop)'
+    assert (env / ".semif-ready").is_file() and "semif: kernel Python (semif-workshop) ready" in log
+    calls.unlink()
+    _run_lifecycle(script, home, tools, calls)  # the app restarts: environment and repository are there
+    assert calls.read_text().splitlines() == [made[2]], "a restart only registers the kernel again"
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    log = _run_lifecycle(_lifecycle_script({}), bare, tools, tmp_path / "bare-calls.log")
+    assert f"semif: no {bare / 'semif-workshop'}/environment.yml: clone or upload the repository there" in log
+    assert (bare / ".semif" / "settings.env").is_file() and not (bare / "semif-workshop").exists()
 
 
 def test_the_stack_deploys_on_moto_and_a_kernel_reads_its_settings(aws, aws_settings, tmp_path, monkeypatch, fake_gguf):
     """Deploy (moto), run the lifecycle script the template writes, then notebook 03's step with what a kernel reads:
-    the stack's CodeBuild role and bucket are used, no role is created, and the upload is encrypted with the stack's key."""
+    the endpoints' role is the stack's execution role (not the attendees'), the stack's CodeBuild role and bucket are
+    used, no role is created, and the upload is encrypted with the stack's key."""
     from semif_lib.aws.clients import load_policy, make_client
     from semif_lib.settings import load_settings, setting_source
     from semif_lib.workshop import build_adapter_image, load_state
 
+    from support.workshop_account import deploy_account, role_policies
+
     region = aws_settings.aws_region
     key = make_client("kms", aws_settings).create_key()["KeyMetadata"]["Arn"]
-    cf = make_client("cloudformation", aws_settings)
-    parameters = {"VpcId": "vpc-0123456789abcdef0", "SubnetIds": "subnet-0123456789abcdef0", "KmsKeyArn": key}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cf.create_stack(StackName="semif-workshop", TemplateBody=TEMPLATE.read_text(), Capabilities=["CAPABILITY_NAMED_IAM"],
-                        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()])
-    stack = cf.describe_stacks(StackName="semif-workshop")["Stacks"][0]
-    assert stack["StackStatus"] == "CREATE_COMPLETE"
-    skipped = {t for t in STUDIO_ONLY if any(t in str(w.message) for w in caught)}
+    outputs, skipped = deploy_account(make_client("cloudformation", aws_settings), KmsKeyArn=key)
     assert skipped == STUDIO_ONLY, "moto now deploys a Studio resource: test it here instead of by reading"
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
 
     iam, bucket = make_client("iam", aws_settings), outputs["BucketName"]
+    assert bucket == f"semif-workshop-{ACCOUNT}-{region}"
     values = account_values(region, bucket, key)
-    for role, (_, policies) in ROLES.items():
-        name = iam.get_role(RoleName=f"semif-{'studio' if role.startswith('Studio') else 'codebuild'}-{region}")["Role"]["RoleName"]
-        for policy in [*policies, "kms-key-policy"]:
-            got = _moto_policy(iam.get_role_policy(RoleName=name, PolicyName=policy)["PolicyDocument"])
-            assert got == load_policy(policy, **values[policy]), f"{name}: {policy}"
+    for _, (purpose, _, policies) in ROLES.items():
+        name = f"semif-{purpose}-{region}"
+        deployed = role_policies(iam, name)
+        assert sorted(deployed) == sorted([*policies, "kms-key-policy"]), name
+        for policy in deployed:
+            assert deployed[policy] == load_policy(policy, **values[policy]), f"{name}: {policy}"
+    assert outputs["StudioExecutionRoleArn"] == role_arn(region, "studio")
+    assert outputs["SageMakerExecutionRoleArn"] == role_arn(region, "sagemaker")
     rule = make_client("s3", aws_settings).get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
     assert rule["ApplyServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key}
 
-    # the JupyterLab lifecycle script, rendered as CloudFormation would, run with a fresh home
-    template = load_template()
+    # the JupyterLab lifecycle script, rendered as CloudFormation would, run with a fresh home (no git or conda on PATH)
     attributes = {"WorkshopBucket": bucket, "StudioExecutionRole.Arn": outputs["StudioExecutionRoleArn"],
+                  "SageMakerExecutionRole.Arn": outputs["SageMakerExecutionRoleArn"],
                   "CodeBuildServiceRole.Arn": outputs["CodeBuildRoleArn"]}
-    script = Renderer(template, region, parameters, attributes).render(
-        template["Resources"]["WorkshopSettings"]["Properties"]["StudioLifecycleConfigContent"])
+    script = lifecycle_script(region, {"KmsKeyArn": key}, attributes)
     home = tmp_path / "home"
     home.mkdir()
     subprocess.run(["bash", "-c", script], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True, timeout=30)
@@ -178,7 +298,8 @@ def test_the_stack_deploys_on_moto_and_a_kernel_reads_its_settings(aws, aws_sett
         monkeypatch.delenv(variable, raising=False)
     settings = load_settings(state_file=aws_settings.state_file, run_id="t3st01")
     assert (settings.target, settings.aws_region, settings.s3_bucket, settings.kms_key_id) == ("aws", region, bucket, key)
-    assert (settings.role_arn, settings.codebuild_role_arn) == (outputs["StudioExecutionRoleArn"], outputs["CodeBuildRoleArn"])
+    assert (settings.role_arn, settings.codebuild_role_arn) == (outputs["SageMakerExecutionRoleArn"], outputs["CodeBuildRoleArn"])
+    assert settings.adapter_image_uri is None
     assert setting_source("target") == f"SEMIF_TARGET in {home / '.semif' / 'settings.env'}"
 
     state = load_state(settings)
@@ -189,6 +310,23 @@ def test_the_stack_deploys_on_moto_and_a_kernel_reads_its_settings(aws, aws_sett
     zips = make_client("s3", settings).list_objects_v2(Bucket=bucket, Prefix="semif-workshop/t3st01/build/")["Contents"]
     head = make_client("s3", settings).head_object(Bucket=bucket, Key=zips[0]["Key"])
     assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == key
+
+
+def test_two_stacks_share_an_account_under_two_name_prefixes(aws, aws_settings):
+    """A second event (or a rehearsal) in the same account and region: NamePrefix keeps every name apart; the second
+    stack's attendees pass only its own service roles."""
+    from semif_lib.aws.clients import make_client
+
+    from support.workshop_account import deploy_account, role_policies
+
+    cf, iam = make_client("cloudformation", aws_settings), make_client("iam", aws_settings)
+    first, _ = deploy_account(cf, "semif-workshop")
+    second, _ = deploy_account(cf, "semif-rehearsal", NamePrefix="rehearsal", AdapterImageUri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/"
+                               "semif-adapter-event:cpu-0123456789ab")
+    assert not set(first.values()) & set(second.values()), (first, second)
+    assert second["SageMakerExecutionRoleArn"] == role_arn("us-east-1", "sagemaker", "rehearsal")
+    guardrails = role_policies(iam, "rehearsal-studio-us-east-1")["workshop-guardrails-policy"]
+    assert guardrails["Statement"][0]["NotResource"] == [second["SageMakerExecutionRoleArn"], second["CodeBuildRoleArn"]]
 
 
 def test_a_kms_key_grants_its_use_to_every_role_a_run_creates_and_to_the_caller(aws, aws_settings):
@@ -205,8 +343,8 @@ def test_a_kms_key_grants_its_use_to_every_role_a_run_creates_and_to_the_caller(
     settings = aws_settings.model_copy(update={"kms_key_id": "alias/workshop"})
     state = load_state(settings)
     ensure_role("semif-codebuild-t3st01", "codebuild-trust-policy", "codebuild-service-policy", settings, state, "test")
-    policy = _moto_policy(make_client("iam", settings).get_role_policy(RoleName="semif-codebuild-t3st01",
-                                                                        PolicyName="semif-least-privilege")["PolicyDocument"])
+    policy = moto_policy(make_client("iam", settings).get_role_policy(RoleName="semif-codebuild-t3st01",
+                                                                       PolicyName="semif-least-privilege")["PolicyDocument"])
     kms_statements = [s for s in policy["Statement"] if s["Sid"] in ("UseWorkshopKmsKey", "EcrGrantsOnWorkshopKmsKey")]
     assert [s["Resource"] for s in kms_statements] == [key, key]
     assert set(kms_statements[0]["Action"]) == {"kms:GenerateDataKey", "kms:Decrypt", "kms:DescribeKey"}

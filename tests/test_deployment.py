@@ -103,9 +103,10 @@ def test_text_endpoint_on_the_dlc(state, aws_settings, fake_gguf):
     assert container["ModelDataUrl"] == state.get("model_data_url")
     assert container["Environment"]["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
     role = model["ExecutionRoleArn"]
-    assert role.endswith(":role/semif-sagemaker-t3st01")
-    trust = make_client("iam", aws_settings).get_role(RoleName="semif-sagemaker-t3st01")["Role"]["AssumeRolePolicyDocument"]
-    assert "sagemaker.amazonaws.com" in json.dumps(trust)
+    assert role.endswith(":role/semif-workshop/semif-sagemaker-t3st01")  # the run's own role, under the path its policies name
+    made = make_client("iam", aws_settings).get_role(RoleName="semif-sagemaker-t3st01")["Role"]
+    assert "sagemaker.amazonaws.com" in json.dumps(made["AssumeRolePolicyDocument"])
+    assert made["PermissionsBoundary"]["PermissionsBoundaryArn"] == "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"
     tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=endpoint["EndpointArn"])["Tags"]}
     assert tags["semif-run-id"] == "t3st01"
     # an unchanged redeploy creates nothing new

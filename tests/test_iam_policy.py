@@ -167,13 +167,42 @@ def test_amazon_sagemaker_full_access_as_the_walk_meets_it():
 def test_the_caller_policy_is_scoped_to_the_run(aws, aws_settings):
     from semif_lib.aws import preflight
 
-    p = [preflight.caller_policy(aws_settings)]
+    own = "arn:aws:iam::123456789012:role/workshop-attendee"
+    p = [preflight.caller_policy(aws_settings, caller=own)]
     sm = "arn:aws:sagemaker:us-east-1:123456789012"
     assert kind(p, "sagemaker:CreateModel", f"{sm}:model/semif-text-r") == "allowed"
     assert kind(p, "sagemaker:CreateModel", f"{sm}:model/someone-else") == "implicitDeny"
     assert kind(p, "sagemaker:ListModels", "*") == "implicitDeny"
-    assert kind(p, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-r", {"iam:PassedToService": "codebuild.amazonaws.com"}) \
-        == "allowed"
+    run_roles = "arn:aws:iam::123456789012:role/semif-workshop"  # the path the run's roles are made under
+    to_codebuild = {"iam:PassedToService": "codebuild.amazonaws.com"}
+    assert kind(p, "iam:PassRole", f"{run_roles}/semif-codebuild-r", to_codebuild) == "allowed"
+    assert kind(p, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-r", to_codebuild) == "implicitDeny"
+    assert kind(p, "iam:PassRole", f"{run_roles}/semif-sagemaker-r", to_codebuild) == "implicitDeny", "each role to its own service"
+    assert kind(p, "sagemaker:InvokeEndpointWithResponseStream", f"{sm}:endpoint/semif-text-r") == "implicitDeny", \
+        "no such action is granted: streaming is authorised as sagemaker:InvokeEndpoint"
+    scaling = {"application-autoscaling:service-namespace": "sagemaker",
+               "application-autoscaling:scalable-dimension": "sagemaker:variant:DesiredInstanceCount"}
+    target = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/0123abcd"
+    assert kind(p, "application-autoscaling:RegisterScalableTarget", target, scaling) == "allowed"
+    assert kind(p, "application-autoscaling:RegisterScalableTarget", target, {**scaling, "application-autoscaling:service-namespace":
+                                                                             "ecs"}) == "implicitDeny"
+    assert kind(p, "iam:SimulatePrincipalPolicy", own) == "allowed"
+    assert kind(p, "iam:SimulatePrincipalPolicy", "arn:aws:iam::123456789012:role/admin") == "implicitDeny"
+    assert kind(p, "iam:PutRolePolicy", "arn:aws:iam::123456789012:role/any/path/workshop-attendee") == "explicitDeny"
+
+
+# ------------------------------------------------------------------ permissions boundaries
+def test_a_boundary_caps_what_the_identity_policies_allow():
+    """"Permissions boundaries for IAM entities": the effective permissions are where both allow; an explicit deny in
+    either wins; a boundary grants nothing by itself."""
+    boundary = [_policy(_allow("s3:*"), _deny("s3:DeleteBucket"))]
+    everything = [_policy(_allow("*"))]
+    assert evaluate(everything, "s3:GetObject", "arn:aws:s3:::b/k", boundary=boundary).kind == "allowed"
+    assert evaluate(everything, "iam:CreateUser", "*", boundary=boundary).kind == "implicitDeny"
+    assert evaluate(everything, "s3:DeleteBucket", "arn:aws:s3:::b", boundary=boundary).kind == "explicitDeny"
+    assert evaluate([_policy(_allow("ec2:*"))], "s3:GetObject", "arn:aws:s3:::b/k", boundary=boundary).kind == "implicitDeny"
+    assert evaluate([_policy(_allow("s3:*"), _deny("s3:GetObject"))], "s3:GetObject", "arn:aws:s3:::b/k", boundary=boundary
+                    ).kind == "explicitDeny"
 
 
 # ------------------------------------------------------------------ the request mapping
@@ -197,6 +226,22 @@ def test_the_caller_policy_is_scoped_to_the_run(aws, aws_settings):
     ("ecr", "GetAuthorizationToken", {}, [("ecr:GetAuthorizationToken", "*", {})]),
     ("logs", "DeleteLogGroup", {"logGroupName": "/aws/x"}, [("logs:DeleteLogGroup", "arn:aws:logs:us-east-1:1:log-group:/aws/x", {})]),
     ("sts", "GetCallerIdentity", {}, []),
+    # streaming is authorised as sagemaker:InvokeEndpoint (botocore's documentation of the operation)
+    ("sagemaker-runtime", "InvokeEndpointWithResponseStream", {"EndpointName": "e"},
+     [("sagemaker:InvokeEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/e", {})]),
+    # a build may run as another role than its project's: that passes the role
+    ("codebuild", "StartBuild", {"projectName": "p", "serviceRoleOverride": "arn:aws:iam::1:role/admin"},
+     [("codebuild:StartBuild", "arn:aws:codebuild:us-east-1:1:project/p", {}),
+      ("iam:PassRole", "arn:aws:iam::1:role/admin", {"iam:PassedToService": "codebuild.amazonaws.com"})]),
+    ("iam", "CreateRole", {"RoleName": "semif-codebuild-r", "Path": "/semif-workshop/", "PermissionsBoundary": "arn:aws:iam::1:policy/b"},
+     [("iam:CreateRole", "arn:aws:iam::1:role/semif-workshop/semif-codebuild-r", {"iam:PermissionsBoundary": "arn:aws:iam::1:policy/b"})]),
+    ("application-autoscaling", "DeleteScalingPolicy", {"PolicyName": "x", "ServiceNamespace": "sagemaker",
+                                                        "ResourceId": "endpoint/e/variant/AllTraffic",
+                                                        "ScalableDimension": "sagemaker:variant:DesiredInstanceCount"},
+     [("application-autoscaling:DeleteScalingPolicy", "arn:aws:application-autoscaling:us-east-1:1:scalable-target/"
+       "f3744775ba488a799f2e61137af73dc3", {"application-autoscaling:service-namespace": "sagemaker",
+                                           "application-autoscaling:scalable-dimension": "sagemaker:variant:DesiredInstanceCount"})]),
+    ("sts", "AssumeRole", {"RoleArn": "arn:aws:iam::1:role/x", "RoleSessionName": "s"}, [("sts:AssumeRole", "arn:aws:iam::1:role/x", {})]),
 ])
 def test_a_call_maps_to_the_actions_and_resources_aws_authorizes(service, op, params, expected):
     from support.aws_identity import authorization_for

@@ -4,8 +4,10 @@
   workshop state file, on free loopback ports, with the kernel's working directory in `notebooks/`.
 * AWS mode, the attendee's walk: notebooks 01 -> 05 and 99 as docs/aws.md runs them, unedited, with
   `SEMIF_TARGET=aws` in the environment (their `TARGET = None` defers to it), against moto's
-  `ThreadedMotoServer` through `SEMIF_AWS_ENDPOINT_URL`, under two identities, each an assumed-role
-  session on moto: one holding only the workshop's caller policy, and SageMaker Studio's default role
+  `ThreadedMotoServer` through `SEMIF_AWS_ENDPOINT_URL`, under three identities, each an assumed-role
+  session on moto: the standalone attendee (the caller policy and the provisioning policy, with the permissions
+  boundary an administrator made), the event team's account (container/cfn/workshop-account.yaml deployed, its
+  Studio role and the settings its lifecycle script writes), and SageMaker Studio's default role
   (AWS's AmazonSageMakerFullAccess, tests/data, with Studio's metadata file). moto authorizes few
   services, so every call the kernel makes is decided against the identity's policies by
   `support.aws_identity` (a denied call gets AWS's 403). moto has no `InvokeEndpointWithResponseStream`,
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -83,7 +86,8 @@ def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, objec
     try:
         client.execute(env=env)
     finally:
-        key = f"{(parameters or {}).get('TARGET') or env.get('SEMIF_TARGET', 'local')}:{name}"
+        target = env.get("SEMIF_TARGET") or ("settings-file" if env.get("SEMIF_SETTINGS_FILE") else "local")
+        key = f"{(parameters or {}).get('TARGET') or target}:{name}"
         DURATIONS[key] = time.monotonic() - start
         print(f"[{key} {DURATIONS[key]:.1f} s]", end=" ", flush=True)
     return nb
@@ -354,26 +358,44 @@ def _kernel_setup(identity_file: Path) -> str:
             f"_enforce_identity({str(identity_file)!r})  # patches the sessions too (support.aws.patch_sessions)")
 
 
-def _as_identity(moto_env: dict[str, str], monkeypatch, tmp_path: Path, studio: bool) -> tuple[dict[str, str], Path]:
-    """The kernels' environment as this identity (an assumed-role session), made on moto with its policies."""
-    from semif_lib.aws import preflight
-
-    from support.aws_identity import create_identity
-
+def _as_administrator(moto_env: dict[str, str], monkeypatch) -> None:
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION",
                 "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
         monkeypatch.setenv(key, moto_env[key])  # this process: moto's administrator
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def _admin_client(moto_env: dict[str, str], service: str):
+    import boto3
+
+    return boto3.client(service, region_name=REGION, endpoint_url=moto_env["SEMIF_AWS_ENDPOINT_URL"], aws_access_key_id="testing",
+                        aws_secret_access_key="testing", aws_session_token="testing")
+
+
+def _as_identity(moto_env: dict[str, str], monkeypatch, tmp_path: Path, studio: bool) -> tuple[dict[str, str], Path]:
+    """The kernels' environment as this identity (an assumed-role session), made on moto with its policies: Studio's
+    default role, or the standalone attendee with the caller and provisioning policies (its administrator made the
+    permissions boundary first)."""
+    from semif_lib.aws import iamroles, preflight
+
+    from support.aws_identity import create_identity
+    from support.workshop_account import amazon_sagemaker_full_access
+
+    _as_administrator(moto_env, monkeypatch)
     if studio:
-        policies = [json.loads((ROOT / "tests" / "data" / "AmazonSageMakerFullAccess.json").read_text())["PolicyVersion"]["Document"]]
+        policies = [amazon_sagemaker_full_access()]
     else:
-        policies = [preflight.caller_policy(_aws_settings(moto_env))]
+        settings = _aws_settings(moto_env)
+        _admin_client(moto_env, "iam").create_policy(PolicyName=iamroles.BOUNDARY_NAME,
+                                                     PolicyDocument=json.dumps(iamroles.boundary_document(settings)))
+        own = "arn:aws:iam::123456789012:role/workshop-attendee"  # the role create_identity makes
+        policies = [preflight.caller_policy(settings, caller=own), preflight.provisioning_policy(settings, caller=own)]
     credentials, identity_file = create_identity(moto_env["SEMIF_AWS_ENDPOINT_URL"], REGION, tmp_path / "identity", policies, studio)
     return {**moto_env, **credentials}, identity_file
 
 
-def _check_target_line(text: str, name: str) -> None:
-    assert f"target=aws | run {RUN_ID} | region {REGION}" in text and "(target from SEMIF_TARGET)" in text, name
+def _check_target_line(text: str, name: str, source: str = "SEMIF_TARGET") -> None:
+    assert f"target=aws | run {RUN_ID} | region {REGION}" in text and f"(target from {source})" in text, name
 
 
 WALK = ["01_package_gguf_to_s3.ipynb", "02_deploy_text_dlc.ipynb", "03_build_adapter_image.ipynb",
@@ -383,15 +405,17 @@ WALK = ["01_package_gguf_to_s3.ipynb", "02_deploy_text_dlc.ipynb", "03_build_ada
 @pytest.mark.notebook
 @pytest.mark.aws
 @pytest.mark.timeout(600)
-def test_the_walk_with_the_caller_policy(moto_env, monkeypatch, tmp_path):
-    """An identity holding only container/iam/workshop-caller-policy.json runs 01 -> 05 and 99 unedited
-    (SEMIF_TARGET=aws alone sends them to AWS), every call decided against that policy: nothing it needs is
-    denied, 01's check answers by IAM policy simulation, 05's fresh reference goes one question per call, and 99
-    leaves nothing behind."""
+def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
+    """An identity holding only container/iam/workshop-caller-policy.json and workshop-provisioning-policy.json runs
+    01 -> 05 and 99 unedited (SEMIF_TARGET=aws alone sends them to AWS), every call decided against those policies:
+    nothing it needs is denied (but reading its own role, and S3's default public access block, which it may not
+    change), 01's check answers by IAM policy simulation, the roles it makes live under /semif-workshop/ with the
+    permissions boundary, 05's fresh reference goes one question per call, and 99 leaves nothing behind."""
     from support.aws_identity import read_decisions
 
     env, identity_file = _as_identity(moto_env, monkeypatch, tmp_path, studio=False)
     setup = _kernel_setup(identity_file)
+    boundary = "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"
     texts, created = {}, []
     for name in WALK:
         if name.startswith("02"):
@@ -402,9 +426,13 @@ def test_the_walk_with_the_caller_policy(moto_env, monkeypatch, tmp_path):
             fresh_calls = _queue_notebook_05(env)
         if name.startswith("99"):
             created = _leftovers(env)
+            for purpose in ("sagemaker", "codebuild"):
+                role = _admin_client(env, "iam").get_role(RoleName=f"semif-{purpose}-{RUN_ID}")["Role"]
+                assert role["Path"] == "/semif-workshop/" and role["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary, role
         texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=("response-stream",), setup=setup))
         _check_target_line(texts[name], name)
     assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
+    assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in texts[WALK[0]]
     assert "Logits give probabilities" in texts[WALK[1]]
     assert "billing" in texts[WALK[3]] and "s3://" in texts[WALK[3]]
     assert f"fresh: {fresh_calls} calls of one question" in texts[WALK[4]]
@@ -412,13 +440,82 @@ def test_the_walk_with_the_caller_policy(moto_env, monkeypatch, tmp_path):
     decisions = read_decisions(identity_file)
     principal = json.loads(identity_file.read_text())["principal"]
     denied = {(d["action"], d["resource"]) for d in decisions if d["decision"] != "allowed"}
-    assert denied == {("iam:GetRole", principal)}, "the caller policy grants every call of the walk (but reading its own role)"
+    bucket = f"arn:aws:s3:::semif-sagemaker-123456789012-{REGION}"
+    assert denied == {("iam:GetRole", principal), ("s3:PutBucketPublicAccessBlock", bucket)}, \
+        "the two policies grant every call of the walk (but reading its own role, and changing a bucket's public access block)"
     enforced = {d["action"].split(":")[0] for d in decisions}
     assert {"s3", "sagemaker", "iam", "ecr", "codebuild", "application-autoscaling", "logs", "servicequotas"} <= enforced
     for kind in ("model", "endpoint-config", "endpoint", "bucket", "ecr", "codebuild", "role", "scalable"):
         assert any(item.startswith(kind + " ") for item in created), f"the walk created no {kind}: {created}"
     assert {f"endpoint semif-text-{RUN_ID}", f"endpoint semif-decision-{RUN_ID}"} <= set(created)
     assert _leftovers(env) == []
+    assert not Path(env["SEMIF_STATE_FILE"]).exists()
+
+
+def _as_the_event_teams_attendee(moto_env: dict[str, str], monkeypatch, tmp_path: Path) -> tuple[dict[str, str], Path, dict[str, str]]:
+    """The event team's account: the template deployed on moto, the attendee its Studio role with what the stack gave it
+    (read back from moto) in a Studio session, and the kernels' settings from the file its lifecycle script writes
+    (no SEMIF_TARGET in the environment)."""
+    from support.aws_identity import create_identity
+    from support.workshop_account import amazon_sagemaker_full_access, deploy_account, lifecycle_script, role_policies
+
+    _as_administrator(moto_env, monkeypatch)
+    outputs, _ = deploy_account(_admin_client(moto_env, "cloudformation"))
+    studio = f"semif-studio-{REGION}"
+    policies = [amazon_sagemaker_full_access(), *role_policies(_admin_client(moto_env, "iam"), studio).values()]
+    context = {"sagemaker:DomainId": "d-workshop", "sagemaker:UserProfileName": "attendee", "aws:SourceIdentity": "attendee"}
+    credentials, identity_file = create_identity(moto_env["SEMIF_AWS_ENDPOINT_URL"], REGION, tmp_path / "identity", policies, True,
+                                                 role=outputs["StudioExecutionRoleArn"], context=context)
+    attributes = {"WorkshopBucket": outputs["BucketName"], "StudioExecutionRole.Arn": outputs["StudioExecutionRoleArn"],
+                  "SageMakerExecutionRole.Arn": outputs["SageMakerExecutionRoleArn"],
+                  "CodeBuildServiceRole.Arn": outputs["CodeBuildRoleArn"]}
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["bash", "-c", lifecycle_script(REGION, {}, attributes)], env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+                   check=True, timeout=30)
+    env = {k: v for k, v in {**moto_env, **credentials}.items() if k not in ("SEMIF_TARGET", "SEMIF_AWS_REGION")}
+    return {**env, "SEMIF_SETTINGS_FILE": str(home / ".semif" / "settings.env")}, identity_file, outputs
+
+
+@pytest.mark.notebook
+@pytest.mark.aws
+@pytest.mark.timeout(600)
+def test_the_walk_in_the_event_teams_account(moto_env, monkeypatch, tmp_path):
+    """The account container/cfn/workshop-account.yaml makes: the attendee's Studio role (AmazonSageMakerFullAccess, the
+    caller policy, the guardrails) runs 01 -> 05 and 99 unedited with nothing but what the lifecycle script wrote; every
+    call is decided against those policies and none is denied but reading its own role; the endpoints and transform
+    jobs run as the stack's execution role, the build as its CodeBuild role; no role is made, the bucket is not touched
+    but under the prefix, and 99 leaves the account as the stack made it."""
+    from support.aws_identity import read_decisions
+
+    env, identity_file, outputs = _as_the_event_teams_attendee(moto_env, monkeypatch, tmp_path)
+    setup = _kernel_setup(identity_file)
+    texts = {}
+    for name in WALK:
+        if name.startswith("02"):
+            _queue_endpoint_result(env, CHAT_RESULT)
+        if name.startswith("04"):
+            _queue_endpoint_result(env, DECISION_RESULT)
+        if name.startswith("05"):
+            fresh_calls = _queue_notebook_05(env)
+        if name.startswith("99"):
+            sm = _admin_client(env, "sagemaker")
+            for endpoint in (f"semif-text-{RUN_ID}", f"semif-decision-{RUN_ID}"):
+                config = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=endpoint)["EndpointConfigName"])
+                model = sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])
+                assert model["ExecutionRoleArn"] == outputs["SageMakerExecutionRoleArn"], endpoint
+            project = _admin_client(env, "codebuild").batch_get_projects(names=[f"semif-adapter-build-{RUN_ID}"])["projects"][0]
+            assert project["serviceRole"] == outputs["CodeBuildRoleArn"]
+        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=("response-stream",), setup=setup))
+        _check_target_line(texts[name], name, f"SEMIF_TARGET in {env['SEMIF_SETTINGS_FILE']}")
+    assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
+    assert "Logits give probabilities" in texts[WALK[1]] and f"fresh: {fresh_calls} calls of one question" in texts[WALK[4]]
+    decisions = read_decisions(identity_file)
+    denied = {(d["action"], d["resource"]) for d in decisions if d["decision"] != "allowed"}
+    assert denied == {("iam:GetRole", outputs["StudioExecutionRoleArn"])}, denied
+    assert not any(d["action"].startswith("iam:") and d["action"] not in ("iam:GetRole", "iam:PassRole", "iam:SimulatePrincipalPolicy",
+                                                                          "iam:CreateServiceLinkedRole") for d in decisions)
+    assert _leftovers(env) == [f"bucket {outputs['BucketName']}"]
     assert not Path(env["SEMIF_STATE_FILE"]).exists()
 
 
@@ -440,7 +537,9 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     text_01 = _outputs_text(execute_notebook(WALK[0], env, setup=setup))
     _check_target_line(text_01, WALK[0])
     assert "(dry calls): " in text_01, "the default role may not simulate its policies: the check falls back to dry calls"
-    assert "warning: step 03 image build will stop on codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetRole" in text_01
+    assert ("warning: step 03 image build will stop on codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetPolicy, "
+            "iam:GetRole (denied); attach container/iam/workshop-caller-policy.json and "
+            "container/iam/workshop-provisioning-policy.json") in text_01
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in text_01
     _queue_endpoint_result(env, CHAT_RESULT)
     text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=("response-stream",), setup=setup))
@@ -451,7 +550,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     line = stop.value.evalue
     role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
     assert "\n" not in line and line.startswith(f"step 03 image build: {role}")
-    assert "may not codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetRole (dry call: access denied)" in line
+    assert "may not codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetPolicy, iam:GetRole (dry call: access denied)" in line
     assert "Attach container/iam/workshop-caller-policy.json" in line
     made = _leftovers(env)
     assert not [m for m in made if m.startswith(("ecr ", "codebuild ", "role "))], made

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 
 import pytest
 
@@ -15,7 +16,8 @@ from support.aws import client_error
 def _values(settings, run_id):
     return {"partition": "aws", "region": settings.aws_region, "account": "123456789012",
             "bucket": f"semif-sagemaker-123456789012-{settings.aws_region}", "prefix": "semif-workshop", "run": run_id,
-            "dlc_account": "763104351884", "dlc_repository": "llama-cpp"}  # the DLC registry of us-east-1: its tag's digest is read
+            "dlc_account": "763104351884", "dlc_repository": "llama-cpp",  # the DLC registry of us-east-1: its tag's digest is read
+            "boundary": "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"}
 
 
 def _as_list(value):
@@ -38,14 +40,19 @@ def allows(policy: dict, action: str, resource: str, context: dict[str, str] | N
 
 
 def test_the_caller_policy_grants_every_needed_action(aws, aws_settings):
+    """Each row is granted by the file it names (the caller policy, or the provisioning policy where no event team made
+    the bucket and roles); the one row no file grants is optional (a bucket's public access block: S3's default)."""
     from semif_lib.aws import preflight
 
     policy = preflight.caller_policy(aws_settings)
-    assert "${" not in json.dumps(policy)
+    policies = {preflight.CALLER_POLICY: policy, preflight.PROVISIONING_POLICY: preflight.provisioning_policy(aws_settings)}
+    for document in policies.values():  # every placeholder filled in
+        assert re.findall(r"\$\{([^}]+)\}", json.dumps(document)) == []
     values = _values(aws_settings, "t3st01")
-    missing = [f"{n.action} on {n.resource.format(**values)}" for n in preflight.NEEDS
-               if not allows(policy, n.action, n.resource.format(**values), dict(n.context))]
+    missing = [f"{n.action} on {n.resource.format(**values)}" for n in preflight.NEEDS if not n.optional
+               and not allows(policies[n.policy], n.action, n.resource.format(**values), {k: v.format(**values) for k, v in n.context})]
     assert missing == []
+    assert [n.action for n in preflight.NEEDS if n.policy is None] == ["s3:PutBucketPublicAccessBlock"]
     # a role of another project, or one passed to another service, is not covered
     assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/admin", {"iam:PassedToService": "codebuild.amazonaws.com"})
     assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-t3st01",
@@ -87,14 +94,18 @@ def test_every_call_the_workshop_makes_is_in_the_caller_policy(aws, aws_settings
     requests_file.write_text(json.dumps(example_requests[0]) + "\n")
     workshop.score_jsonlines(requests_file, settings=aws_settings, state=st)
     assert not workshop.cleanup(settings=aws_settings, state=st).failed
-    policy = preflight.caller_policy(aws_settings)
+    granted = [s for p in (preflight.caller_policy(aws_settings), preflight.provisioning_policy(aws_settings))
+               for s in p["Statement"] if s["Effect"] == "Allow"]
     needed = {a for service, op, params in calls for a in preflight.iam_action_for(service, op, params)}
     probes = {"iam:SimulatePrincipalPolicy", "servicequotas:ListServiceQuotas"}  # the check itself; optional (`?` without)
-    uncovered = sorted(a for a in needed - probes if not any(
-        fnmatch.fnmatchcase(a.lower(), x.lower()) for s in policy["Statement"] for x in _as_list(s["Action"])))
+    optional = {n.action for n in preflight.NEEDS if n.optional}  # the step goes on without it (S3's default)
+    administrator = {"iam:CreatePolicy"}  # the permissions boundary: made once per account by an administrator (moto's here)
+    uncovered = sorted(a for a in needed - probes - optional - administrator if not any(
+        fnmatch.fnmatchcase(a.lower(), x.lower()) for s in granted for x in _as_list(s["Action"])))
     assert uncovered == []
-    assert {"codebuild:CreateProject", "iam:CreateRole", "iam:PassRole", "sagemaker:CreateModel", "s3:PutObject"} <= needed
-    assert sorted(needed - {n.action for n in preflight.NEEDS} - probes) == [], "the check's table lists every action"
+    assert {"codebuild:CreateProject", "iam:CreateRole", "iam:PassRole", "sagemaker:CreateModel", "s3:PutObject",
+            "iam:CreatePolicy"} <= needed
+    assert sorted(needed - {n.action for n in preflight.NEEDS} - probes - administrator) == [], "the check's table lists every action"
 
 
 def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings):
@@ -117,7 +128,8 @@ def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings)
     from semif_lib.notebook import tabulate_permissions
 
     table = tabulate_permissions(check)
-    assert list(table.columns) == ["step", "action", "allowed", "how", "resource"] and len(table) == len(preflight.NEEDS)
+    assert list(table.columns) == ["step", "action", "allowed", "how", "resource", "policy"] and len(table) == len(preflight.NEEDS)
+    assert set(table["policy"]) == {"workshop-caller-policy.json", "workshop-provisioning-policy.json", ""}
 
 
 
@@ -272,7 +284,7 @@ def test_studio_default_role_packages_into_the_default_bucket(aws, aws_settings,
         report = workshop.cleanup(settings=aws_settings, state=st)
         assert not report.failed and len(report.removed) == 1
         assert report.kept == [f"s3_bucket {info['model_data_url'].split('/')[2]}: kept, empty: no s3:DeleteBucket permission "
-                               "(delete it in the S3 console, or attach container/iam/workshop-caller-policy.json)"]
+                               "(delete it in the S3 console, or attach container/iam/workshop-provisioning-policy.json)"]
 
     as_studio()
 
@@ -321,7 +333,9 @@ def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path,
     assert sagemaker_role_rows == []
     passes = [r for r in check.rows if r["action"] == "iam:PassRole"]
     assert [r["resource"] for r in passes if r["step"].startswith("02")] == [role]
-    assert len(check.rows) == len(preflight.NEEDS) - 4
+    made_by_the_run = [n for n in preflight.NEEDS if n.made_by_run == "sagemaker-role"]  # the role's four rows and its boundary's
+    assert [n.action for n in made_by_the_run] == ["iam:GetRole", "iam:TagRole", "iam:CreateRole", "iam:PutRolePolicy", "iam:GetPolicy"]
+    assert len(check.rows) == len(preflight.NEEDS) - len(made_by_the_run)
 
     metadata = tmp_path / "resource-metadata.json"
     metadata.write_text("{}")
@@ -329,7 +343,7 @@ def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path,
     studio = preflight.check_permissions(aws_settings, workshop.load_state(aws_settings))
     assert [r["resource"] for r in studio.rows if r["action"] == "iam:PassRole" and r["step"].startswith("02")] == [
         "arn:aws:iam::123456789012:role/service-role/*"]
-    assert len(studio.rows) == len(preflight.NEEDS) - 4
+    assert len(studio.rows) == len(preflight.NEEDS) - len(made_by_the_run)
 
 
 def test_the_table_has_the_tag_and_build_zip_rows():

@@ -206,6 +206,7 @@ INVALID_KEY_CODES = {"InvalidClientTokenId", "UnrecognizedClientException", "Inv
                      "AuthFailure"}
 DENIED_CODES = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"}
 CALLER_POLICY = "container/iam/workshop-caller-policy.json"
+PROVISIONING_POLICY = "container/iam/workshop-provisioning-policy.json"
 
 
 def translate_aws_error(exc: BaseException, step: str = "this step") -> AwsSetupError | None:
@@ -230,8 +231,8 @@ def translate_aws_error(exc: BaseException, step: str = "this step") -> AwsSetup
         return quota_error(step, code, error_message(exc))
     if code in DENIED_CODES:
         return AwsPermissionError(
-            f"{step}: access denied: {error_message(exc)}. Attach {CALLER_POLICY} to your identity "
-            "(notebook 01's permission check lists what is missing).")
+            f"{step}: access denied: {error_message(exc)}. Attach {CALLER_POLICY} to your identity (and, where no event "
+            f"team provisioned the bucket and roles, {PROVISIONING_POLICY}; notebook 01's permission check lists what is missing).")
     return None
 
 

@@ -2,10 +2,15 @@
 
 - SageMaker execution role: `SEMIF_ROLE_ARN` if set; inside SageMaker Studio (or a notebook
   instance) the notebook's own role, found the SDK's way
-  (`sagemaker.core.helper.session_helper.get_execution_role`); else the calling role when SageMaker
-  may assume it; otherwise `semif-sagemaker-<run>` created from `sagemaker-trust-policy.json` +
-  `sagemaker-execution-policy.json`.
+  (`sagemaker.core.helper.session_helper.get_execution_role`); otherwise `semif-sagemaker-<run>` created from
+  `sagemaker-trust-policy.json` + `sagemaker-execution-policy.json`. The calling identity's own role is never
+  chosen otherwise: containers (the adapter is built from source an attendee can edit) do not run with the
+  caller's powers.
 - CodeBuild service role: `SEMIF_CODEBUILD_ROLE_ARN` if set, else `semif-codebuild-<run>` from `codebuild-*.json`.
+- Every role a run creates lives under the path `/semif-workshop/` and carries the permissions boundary
+  `semif-workshop-role-boundary` (`workshop-role-boundary.json`, `SEMIF_ROLE_BOUNDARY`): the provisioning policy
+  lets a caller create roles only with it, so an inline policy written into such a role grants nothing beyond it.
+  The boundary is made once per account by an administrator (or by the first run of one).
 - With `SEMIF_KMS_KEY_ID`, both policies get `kms-key-policy.json` on that key.
 - An event team's account has both roles already: `container/cfn/workshop-account.yaml` (same policy files,
   for every run of the account; tests/test_cfn.py keeps them equal).
@@ -23,7 +28,10 @@ from typing import Any
 from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import (
+    DENIED_CODES,
+    AwsPermissionError,
     compact_json,
+    error_code,
     get_account_id,
     get_region,
     is_not_found,
@@ -35,9 +43,13 @@ from .clients import (
 from .dlc import dlc_account
 from .packaging import default_bucket
 
-__all__ = ["ensure_role", "kms_key_arn", "policy_values", "resolve_execution_role", "role_policy", "studio_execution_role"]
+__all__ = ["ROLE_PATH", "boundary_arn", "boundary_document", "ensure_boundary", "ensure_role", "kms_key_arn", "policy_values",
+           "resolve_execution_role", "role_policy", "studio_execution_role"]
 
 INLINE_POLICY_NAME = "semif-least-privilege"
+ROLE_PATH = "/semif-workshop/"  # every role a run creates; the provisioning policy writes roles under this path only
+BOUNDARY_POLICY = "workshop-role-boundary"  # container/iam/workshop-role-boundary.json
+BOUNDARY_NAME = "semif-workshop-role-boundary"  # the managed policy made from it, once per account
 KMS_POLICY = "kms-key-policy"  # container/iam/kms-key-policy.json: added to every policy when SEMIF_KMS_KEY_ID is set
 # Where SageMaker Studio and notebook instances describe the running app (the SDK reads the same file).
 STUDIO_METADATA_FILE = "/opt/ml/metadata/resource-metadata.json"
@@ -79,8 +91,50 @@ def role_policy(policy: str, settings: Settings, values: dict[str, str]) -> dict
     return document
 
 
+def boundary_arn(settings: Settings) -> str:
+    """The permissions boundary every role the workshop creates carries: `SEMIF_ROLE_BOUNDARY` (a managed policy's
+    name or ARN), else this account's `semif-workshop-role-boundary`."""
+    given = settings.role_boundary or BOUNDARY_NAME
+    if given.startswith("arn:"):
+        return given
+    return f"arn:{partition_for(get_region(settings))[0]}:iam::{get_account_id(settings)}:policy/{given}"
+
+
+def boundary_document(settings: Settings) -> dict[str, Any]:
+    """`container/iam/workshop-role-boundary.json` for this account and bucket: the most a run role may ever do (what
+    `sagemaker-execution-policy.json` and `codebuild-service-policy.json` grant any run of the account, in any region)."""
+    return load_policy(BOUNDARY_POLICY, PARTITION=partition_for(get_region(settings))[0], ACCOUNT=get_account_id(settings),
+                       BUCKET=default_bucket(settings), PREFIX=settings.s3_prefix.strip("/"))
+
+
+def ensure_boundary(settings: Settings) -> str:
+    """The boundary's ARN, once it exists: read it (iam:GetPolicy); when missing, make it from the shipped document if
+    this identity may (an administrator's first run); otherwise one line saying who makes it, and how."""
+    iam = make_client("iam", settings)
+    arn = boundary_arn(settings)
+    try:
+        iam.get_policy(PolicyArn=arn)
+        return arn
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+    try:
+        iam.create_policy(PolicyName=arn.rsplit("/", 1)[1], PolicyDocument=compact_json(boundary_document(settings)),
+                          Description="semif workshop: the most a role the workshop creates may do (permissions boundary)")
+    except Exception as exc:
+        if error_code(exc) not in DENIED_CODES:
+            raise
+        raise AwsPermissionError(
+            f"the permissions boundary {arn} does not exist and this identity may not create it: an administrator creates it once "
+            "(aws iam create-policy --policy-name semif-workshop-role-boundary --policy-document <the JSON of "
+            "aws.iamroles.boundary_document(settings)>, from container/iam/workshop-role-boundary.json), or set SEMIF_ROLE_ARN "
+            "and SEMIF_CODEBUILD_ROLE_ARN to roles made for the workshop") from None
+    return arn
+
+
 def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: WorkshopState, description: str) -> str:
-    """Create role `name` with the trust and inline policy files (or refresh the policy); return its ARN."""
+    """Create role `name` under `ROLE_PATH` with the permissions boundary, the trust and inline policy files (or refresh
+    the policy); return its ARN."""
     iam = make_client("iam", settings)
     values = policy_values(settings, state)
     try:
@@ -88,8 +142,10 @@ def ensure_role(name: str, trust: str, policy: str, settings: Settings, state: W
     except Exception as exc:
         if not is_not_found(exc):
             raise
-        arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=compact_json(load_policy(trust, **values)),
-                              Description=description, MaxSessionDuration=3600, Tags=state.tags())["Role"]["Arn"]
+        boundary = ensure_boundary(settings)
+        arn = iam.create_role(RoleName=name, Path=ROLE_PATH, AssumeRolePolicyDocument=compact_json(load_policy(trust, **values)),
+                              Description=description, MaxSessionDuration=3600, PermissionsBoundary=boundary,
+                              Tags=state.tags())["Role"]["Arn"]
         state.record("iam_role", name, arn=arn)
     iam.put_role_policy(RoleName=name, PolicyName=INLINE_POLICY_NAME, PolicyDocument=compact_json(role_policy(policy, settings, values)))
     state.record("iam_role", name, arn=arn)
@@ -108,27 +164,13 @@ def studio_execution_role(settings: Settings) -> str | None:
     return get_execution_role(session)
 
 
-def _assumable_caller_role(settings: Settings) -> str | None:
-    """The IAM role behind an assumed-role session when SageMaker may assume it (a SageMaker job, say)."""
-    arn = make_client("sts", settings).get_caller_identity()["Arn"]
-    if ":assumed-role/" not in arn:
-        return None
-    role_name = arn.split(":assumed-role/")[1].split("/")[0]
-    try:
-        role: dict[str, Any] = make_client("iam", settings).get_role(RoleName=role_name)["Role"]
-    except Exception:  # noqa: BLE001 - no iam:GetRole permission: cannot tell, create our own
-        return None
-    trust = str(role.get("AssumeRolePolicyDocument", ""))
-    return role["Arn"] if "sagemaker.amazonaws.com" in trust else None
-
-
 def resolve_execution_role(settings: Settings, state: WorkshopState) -> str:
     """The role SageMaker assumes for models, endpoints and transform jobs (see module docstring)."""
     if settings.role_arn:
         return settings.role_arn
     if state.get("execution_role_arn"):
         return state.get("execution_role_arn")
-    arn = studio_execution_role(settings) or _assumable_caller_role(settings) or ensure_role(
+    arn = studio_execution_role(settings) or ensure_role(
         state.name("sagemaker"), "sagemaker-trust-policy", "sagemaker-execution-policy", settings, state,
         "semif workshop: SageMaker endpoints and transform jobs read the run's prefix and pull the images")
     return state.set("execution_role_arn", arn)

@@ -18,7 +18,7 @@ from ..settings import Settings
 from .clients import AwsSetupError, error_code, get_account_id, get_region, is_not_found, make_client
 from .state import settings_and_state
 
-__all__ = ["ModelPackage", "UploadResult", "build_model_tarball", "ensure_bucket", "list_tarball", "upload_model"]
+__all__ = ["ModelPackage", "UploadResult", "bucket_region", "build_model_tarball", "ensure_bucket", "list_tarball", "upload_model"]
 
 SHA_METADATA_KEY = "gguf-sha256"  # S3 user metadata: x-amz-meta-gguf-sha256
 MULTIPART_THRESHOLD = 64 << 20
@@ -43,7 +43,7 @@ def default_bucket(settings: Settings) -> str:
     return settings.s3_bucket or f"semif-sagemaker-{get_account_id(settings)}-{get_region(settings)}"
 
 
-def _bucket_region(s3: Any, bucket: str) -> str | None:
+def bucket_region(s3: Any, bucket: str) -> str | None:
     """The region a bucket lives in, or None if it does not exist (GetBucketLocation: allowed to Studio's default role)."""
     try:
         location = s3.get_bucket_location(Bucket=bucket).get("LocationConstraint")
@@ -65,7 +65,7 @@ def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None 
     s3 = make_client("s3", settings)
     bucket = default_bucket(settings)
     region = get_region(settings)
-    existing = _bucket_region(s3, bucket)
+    existing = bucket_region(s3, bucket)
     if existing is not None:
         if existing != region:
             raise AwsSetupError(f"bucket {bucket} is in {existing}, the workshop runs in {region}: SageMaker reads model data "

@@ -137,7 +137,7 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
             raise KeptResource("kept: not empty (object versions, or another run's upload)") from None
         if error_code(exc) in DENIED_CODES:  # Studio's default role may not delete buckets
             raise KeptResource("kept, empty: no s3:DeleteBucket permission (delete it in the S3 console, "
-                               "or attach container/iam/workshop-caller-policy.json)") from None
+                               "or attach container/iam/workshop-provisioning-policy.json)") from None
         raise
     return True
 

@@ -78,11 +78,13 @@ def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
 
 def tabulate_permissions(check: Any) -> "pd.DataFrame | None":
     """Notebook 01's permission check (`aws.preflight.PermissionCheck`) as one table: step, action,
-    resource, allowed (yes / NO / ?), and how it was checked. None in local mode."""
+    resource, allowed (yes / NO / ?; `no, optional` where the step goes on without it), how it was checked,
+    and the container/iam/ file that grants it. None in local mode."""
     if check is None:
         return None
     import pandas as pd
 
     mark = {True: "yes", False: "NO", None: "?"}
-    rows = [{**row, "allowed": mark[row["allowed"]]} for row in check.rows]
-    return pd.DataFrame(rows, columns=["step", "action", "allowed", "how", "resource"])
+    rows = [{**row, "allowed": "no, optional" if row.get("optional") and row["allowed"] is False else mark[row["allowed"]],
+             "policy": f"{row['policy']}.json" if row.get("policy") else ""} for row in check.rows]
+    return pd.DataFrame(rows, columns=["step", "action", "allowed", "how", "resource", "policy"])

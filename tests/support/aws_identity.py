@@ -18,6 +18,7 @@ Resource ARNs follow the services' authorization references; where AWS's choice 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -32,7 +33,15 @@ SERVICE_LINKED_ROLES = {"sagemaker.application-autoscaling.amazonaws.com": "AWSS
 PASSED_TO = {"sagemaker": "sagemaker.amazonaws.com", "codebuild": "codebuild.amazonaws.com",
              "application-autoscaling": "application-autoscaling.amazonaws.com"}
 _SAGEMAKER_NOUNS = (("EndpointConfig", "EndpointConfigName", "endpoint-config"), ("Endpoint", "EndpointName", "endpoint"),
-                    ("TransformJob", "TransformJobName", "transform-job"), ("Model", "ModelName", "model"))
+                    ("TransformJob", "TransformJobName", "transform-job"), ("TrainingJob", "TrainingJobName", "training-job"),
+                    ("ProcessingJob", "ProcessingJobName", "processing-job"),
+                    ("NotebookInstance", "NotebookInstanceName", "notebook-instance"),
+                    ("StudioLifecycleConfig", "StudioLifecycleConfigName", "studio-lifecycle-config"), ("Model", "ModelName", "model"))
+# the request keys Application Auto Scaling authorises its scalable-target actions with (Service Authorization Reference)
+_AUTOSCALING_KEYS = {"ServiceNamespace": "application-autoscaling:service-namespace",
+                     "ScalableDimension": "application-autoscaling:scalable-dimension"}
+# IAM actions on a role whose `iam:PermissionsBoundary` key is the role's current boundary (PutRolePermissionsBoundary's is the new one)
+_BOUNDARY_KEYED = {"PutRolePolicy", "DeleteRolePolicy", "AttachRolePolicy", "DetachRolePolicy", "DeleteRolePermissionsBoundary"}
 
 
 def _names(value: Any) -> list[str]:
@@ -51,7 +60,7 @@ def _s3(op: str, p: dict[str, Any]) -> list[str]:
 def _sagemaker(op: str, p: dict[str, Any], sm: str) -> list[str]:
     if "ResourceArn" in p:
         return [p["ResourceArn"]]
-    if op == "DescribeUserProfile":
+    if "UserProfileName" in p and "DomainId" in p and "Space" not in op and "App" not in op:  # DescribeUserProfile, presigned URLs
         return [f"{sm}:user-profile/{p['DomainId']}/{p['UserProfileName']}".lower()]
     if op == "DescribeDomain":
         return [f"{sm}:domain/{p['DomainId']}".lower()]
@@ -65,12 +74,18 @@ def _sagemaker(op: str, p: dict[str, Any], sm: str) -> list[str]:
 def _iam(op: str, p: dict[str, Any], account: str, role_paths: dict[str, str]) -> list[str]:
     if op == "SimulatePrincipalPolicy":
         return [p["PolicySourceArn"]]
+    if "PolicyArn" in p and "RoleName" not in p and "UserName" not in p:
+        return [p["PolicyArn"]]
+    if op == "CreatePolicy":
+        return [f"arn:aws:iam::{account}:policy{p.get('Path') or '/'}{p['PolicyName']}"]
     if op == "CreateServiceLinkedRole":
         service = p["AWSServiceName"]
         return [f"arn:aws:iam::{account}:role/aws-service-role/{service}/{SERVICE_LINKED_ROLES.get(service, '*')}"]
     if "RoleName" in p:
         path = p.get("Path") or role_paths.get(p["RoleName"], "/")
         return [f"arn:aws:iam::{account}:role{path}{p['RoleName']}"]
+    if "UserName" in p:
+        return [f"arn:aws:iam::{account}:user{p.get('Path') or '/'}{p['UserName']}"]
     return ["*"]
 
 
@@ -90,6 +105,12 @@ def _regional(service: str, op: str, p: dict[str, Any], region: str, account: st
     if service == "cloudwatch":
         names = _names(p.get("AlarmNames") or p.get("AlarmName"))
         return [f"{base}:alarm:{n}" for n in names] or ["*"]
+    if service == "application-autoscaling" and not op.startswith("Describe") and "ResourceId" in p:
+        # a scalable target's ARN ends in an id Application Auto Scaling assigns (not the resource's name): one per target here
+        target = hashlib.sha256(f"{p.get('ServiceNamespace')} {p['ResourceId']} {p.get('ScalableDimension')}".encode()).hexdigest()
+        return [f"{base}:scalable-target/{target[:32]}"]
+    if service == "sts" and "RoleArn" in p:
+        return [p["RoleArn"]]
     return ["*"]
 
 
@@ -104,21 +125,28 @@ def _resources(service: str, op: str, p: dict[str, Any], region: str, account: s
 
 
 def authorization_for(service: str, op: str, params: dict[str, Any], region: str, account: str,
-                      role_paths: dict[str, str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
-    """(action, resource, condition context) triples AWS authorizes this call against; each must be allowed."""
+                      role_paths: dict[str, str] | None = None,
+                      role_boundaries: dict[str, str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(action, resource, condition context) triples AWS authorizes this call against; each must be allowed.
+    `role_boundaries`: role name -> its permissions boundary, the `iam:PermissionsBoundary` key of writes to that role."""
     from semif_lib.aws.preflight import iam_action_for
 
     role_paths = role_paths or {}
     primary = _resources(service, op, params, region, account, role_paths)
+    keys = {key: params[name] for name, key in _AUTOSCALING_KEYS.items() if service == "application-autoscaling" and name in params}
+    if service == "iam" and op in ("CreateRole", "PutRolePermissionsBoundary") and params.get("PermissionsBoundary"):
+        keys["iam:PermissionsBoundary"] = params["PermissionsBoundary"]
+    if service == "iam" and op in _BOUNDARY_KEYED and (role_boundaries or {}).get(params.get("RoleName")):
+        keys["iam:PermissionsBoundary"] = role_boundaries[params["RoleName"]]  # type: ignore[index]
     checks: list[tuple[str, str, dict[str, Any]]] = []
     for action in iam_action_for(service, op, params):
         if action == "iam:PassRole":
-            role = next(params[k] for k in ("ExecutionRoleArn", "serviceRole", "RoleArn") if k in params)
+            role = next(params[k] for k in ("ExecutionRoleArn", "serviceRoleOverride", "serviceRole", "RoleArn") if k in params)
             checks.append((action, role, {"iam:PassedToService": PASSED_TO.get(service, f"{service}.amazonaws.com")}))
         elif action == "iam:CreateServiceLinkedRole":
             checks += [(action, r, {"iam:AWSServiceName": params["AWSServiceName"]}) for r in primary]
         else:
-            checks += [(action, r, {}) for r in primary]
+            checks += [(action, r, dict(keys)) for r in primary]
     if service == "application-autoscaling" and op == "RegisterScalableTarget" and params.get("ServiceNamespace") == "sagemaker":
         # the first registration creates SageMaker's service-linked role for Application Auto Scaling, as the caller
         service_name = "sagemaker.application-autoscaling.amazonaws.com"
@@ -151,12 +179,32 @@ class IdentityEnforcer:
     """The hooks for one identity: `principal` (the role ARN its policies belong to), `caller` (the ARN AWS names
     in its messages: the assumed-role session), `policies` (its identity-based policy documents)."""
 
-    def __init__(self, principal: str, caller: str, policies: list[dict[str, Any]], log_file: Path) -> None:
+    def __init__(self, principal: str, caller: str, policies: list[dict[str, Any]], log_file: Path,
+                 context: dict[str, Any] | None = None, role_boundaries: dict[str, str] | None = None) -> None:
         self.principal, self.caller, self.policies, self.log_file = principal, caller, policies, Path(log_file)
         self.account = principal.split(":")[4]
         name = principal.split(":role", 1)[1]
         self.role_paths = {name.rsplit("/", 1)[1]: name.rsplit("/", 1)[0] + "/"}
+        self.extra_context = dict(context or {})  # what the session carries besides the principal (Studio's keys, aws:SourceIdentity)
+        self.role_boundaries = dict(role_boundaries or {})  # roles that exist with a boundary (and those created here)
+        # the roles this identity created, as IAM keeps them: every kernel of a walk reads what an earlier one made
+        self.roles_file = self.log_file.with_name(self.log_file.stem + "-roles.json")
+        if self.roles_file.is_file():
+            made = json.loads(self.roles_file.read_text())
+            self.role_paths.update(made["paths"])
+            self.role_boundaries.update(made["boundaries"])
         self._lock = threading.Lock()
+
+    def _remember_role(self, name: str, path: str, boundary: str | None) -> None:
+        with self._lock:
+            self.role_paths[name] = path
+            if boundary:
+                self.role_boundaries[name] = boundary
+            made = json.loads(self.roles_file.read_text()) if self.roles_file.is_file() else {"paths": {}, "boundaries": {}}
+            made["paths"][name] = path
+            if boundary:
+                made["boundaries"][name] = boundary
+            self.roles_file.write_text(json.dumps(made))
 
     def keep_params(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["iam_enforced_params"] = dict(params)
@@ -166,19 +214,21 @@ class IdentityEnforcer:
             out.write(json.dumps(record) + "\n")
 
     def _context(self, region: str) -> dict[str, Any]:
-        return {"aws:PrincipalArn": self.principal, "aws:PrincipalAccount": self.account, "aws:RequestedRegion": region}
+        return {"aws:PrincipalArn": self.principal, "aws:PrincipalAccount": self.account, "aws:RequestedRegion": region,
+                **self.extra_context}
 
     def decide(self, model: Any, context: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]] | None:
         service, op = model.service_model.service_name, model.name
         params = context.get("iam_enforced_params", {})
         region = context.get("client_region") or "us-east-1"
-        if service == "iam" and op == "CreateRole":
-            self.role_paths[params["RoleName"]] = params.get("Path") or "/"
-        for action, resource, keys in authorization_for(service, op, params, region, self.account, self.role_paths):
+        checks = authorization_for(service, op, params, region, self.account, self.role_paths, self.role_boundaries)
+        for action, resource, keys in checks:
             decision = evaluate(self.policies, action, resource, {**self._context(region), **keys})
             self._log({"service": service, "operation": op, "action": action, "resource": resource, "decision": decision.kind})
             if not decision.allowed:
                 return self._denied(model, action, resource, decision.kind)
+        if service == "iam" and op == "CreateRole":
+            self._remember_role(params["RoleName"], params.get("Path") or "/", params.get("PermissionsBoundary"))
         if service == "iam" and op == "SimulatePrincipalPolicy" and params.get("PolicySourceArn") == self.principal:
             return _Ok(), self._simulate(params, region)
         return None
@@ -214,7 +264,8 @@ def enforce_identity(identity_file: str | Path) -> IdentityEnforcer:
     from support.aws import SESSION_HOOKS, patch_sessions
 
     identity = json.loads(Path(identity_file).read_text())
-    enforcer = IdentityEnforcer(identity["principal"], identity["caller"], identity["policies"], identity["log_file"])
+    enforcer = IdentityEnforcer(identity["principal"], identity["caller"], identity["policies"], identity["log_file"],
+                                identity.get("context"), identity.get("role_boundaries"))
     SESSION_HOOKS.append(enforcer.register)
     patch_sessions()
     clients.reset_sessions()
@@ -233,23 +284,25 @@ TRUST_SAGEMAKER = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "P
 
 
 def create_identity(endpoint_url: str, region: str, folder: Path, policies: list[dict[str, Any]],
-                    studio: bool) -> tuple[dict[str, str], Path]:
+                    studio: bool, role: str | None = None, context: dict[str, Any] | None = None) -> tuple[dict[str, str], Path]:
     """Make the identity's role on moto, assume it, and write the identity file `enforce_identity` reads: its policies
     live there, not attached in moto (moto enforces none of them, and its policy validator refuses the caller
     policy's `arn:aws:iam::<account>:*`, a resource whose path IAM's own message allows as "*"). Returns the
     credentials the kernels run with (the assumed-role session's) and the identity file (its `log_file` receives
     the decisions). `studio`: the console's
-    AmazonSageMaker-ExecutionRole under /service-role/, with the metadata file a Studio kernel has."""
+    AmazonSageMaker-ExecutionRole under /service-role/ (or `role`, an existing one: an event team's stack made it),
+    with the metadata file a Studio kernel has; `context`: what its session carries (Studio's keys, the source identity)."""
     import boto3
 
     admin = {"endpoint_url": endpoint_url, "region_name": region, "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
     iam, sts = boto3.client("iam", **admin), boto3.client("sts", **admin)
     name, path = (STUDIO_ROLE, "/service-role/") if studio else ("workshop-attendee", "/")
-    role = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))["Role"]["Arn"]
+    if role is None:
+        role = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(TRUST_SAGEMAKER))["Role"]["Arn"]
     session = sts.assume_role(RoleArn=role, RoleSessionName="SageMaker" if studio else "attendee")
     folder.mkdir(parents=True, exist_ok=True)
     identity = {"principal": role, "caller": session["AssumedRoleUser"]["Arn"], "policies": policies,
-                "log_file": str(folder / "decisions.jsonl")}
+                "log_file": str(folder / "decisions.jsonl"), "context": context or {}}
     if studio:
         metadata = folder / "resource-metadata.json"
         metadata.write_text(json.dumps({"ResourceName": "default", "ExecutionRoleArn": role}))

@@ -17,9 +17,13 @@ walk tests decide every call here, with the rules of AWS's documentation:
 * Policy variables (`${aws:PrincipalAccount}`) in Resource and condition values are replaced from the
   request context; a variable the context lacks leaves that value matching nothing.
 
-Only identity-based policies are evaluated: no SCPs, resource policies, permission boundaries or session
-policies (the walk's identities have none). An operator this module does not implement raises, so an
-unknown condition never allows silently.
+* Permissions boundaries ("Policy evaluation logic", "Permissions boundaries for IAM entities"): with a
+  boundary, a request is allowed only where the identity's policies and the boundary both allow it, and an
+  explicit deny in either wins (`evaluate(..., boundary=[...])`).
+
+Only identity-based policies and boundaries are evaluated: no SCPs, resource policies or session policies (the
+walk's identities have none). An operator this module does not implement raises, so an unknown condition never
+allows silently.
 """
 
 from __future__ import annotations
@@ -138,9 +142,7 @@ def _applies(statement: dict[str, Any], action: str, resource: str, context: dic
                for op, keys in statement.get("Condition", {}).items() for key, expected in keys.items())
 
 
-def evaluate(policies: Iterable[dict[str, Any]], action: str, resource: str, context: dict[str, Any] | None = None) -> Decision:
-    """The decision for one request (`action` like "s3:PutObject", `resource` an ARN or "*") under identity `policies`."""
-    context = context or {}
+def _decide(policies: Iterable[dict[str, Any]], action: str, resource: str, context: dict[str, Any]) -> Decision:
     allowed_by: str | None = None
     for policy in policies:
         for index, statement in enumerate(_as_list(policy["Statement"])):
@@ -151,3 +153,17 @@ def evaluate(policies: Iterable[dict[str, Any]], action: str, resource: str, con
                 return Decision(EXPLICIT_DENY, name)
             allowed_by = allowed_by or name
     return Decision(ALLOWED, allowed_by) if allowed_by else Decision(IMPLICIT_DENY)
+
+
+def evaluate(policies: Iterable[dict[str, Any]], action: str, resource: str, context: dict[str, Any] | None = None,
+             boundary: Iterable[dict[str, Any]] | None = None) -> Decision:
+    """The decision for one request (`action` like "s3:PutObject", `resource` an ARN or "*") under identity `policies`,
+    capped by a permissions `boundary` (its policy documents) when the identity has one."""
+    context = context or {}
+    decision = _decide(policies, action, resource, context)
+    if boundary is None or decision.kind == EXPLICIT_DENY:
+        return decision
+    capped = _decide(boundary, action, resource, context)
+    if capped.kind == EXPLICIT_DENY or not decision.allowed:
+        return capped if capped.kind == EXPLICIT_DENY else decision
+    return decision if capped.allowed else Decision(IMPLICIT_DENY, "permissions boundary")
