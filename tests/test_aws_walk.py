@@ -354,3 +354,66 @@ def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
     sm = make_client("sagemaker", settings)
     config = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])
     assert sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])["PrimaryContainer"]["Image"] == image
+
+
+# ------------------------------------------------------------------ issue 30: a stopping transform job and its output
+def _script_transform(aws_settings, statuses: list[str]) -> list[str]:
+    """DescribeTransformJob answers `statuses` in turn (the last one from then on), StopTransformJob is answered, and
+    every call and S3 delete is recorded in order (moto's jobs finish at once)."""
+    from semif_lib.aws.clients import make_session
+
+    events, order = make_session(aws_settings).events, []
+
+    def describe(**_):
+        status = statuses.pop(0) if len(statuses) > 1 else statuses[0]
+        order.append(f"describe {status}")
+        return _Http(), {"TransformJobName": "semif-batch-t3st01-1", "TransformJobStatus": status}
+
+    events.register("before-call.sagemaker.DescribeTransformJob", describe)
+    events.register("before-call.sagemaker.StopTransformJob", lambda **_: (order.append("stop"), (_Http(), {}))[1])
+    events.register("before-parameter-build.s3.DeleteObject", lambda params, **_: order.append(f"delete {params['Key']}"))
+    return order
+
+
+def _job_and_output(state, aws_settings) -> str:
+    """What run_batch_transform records: the output object first (so cleanup finds it even if the kernel stops), then the
+    job, then the job on the object's record."""
+    from semif_lib.aws.clients import make_client
+
+    bucket, key = "semif-sagemaker-123456789012-us-east-1", "semif-workshop/t3st01/batch/output/1/requests.jsonl.out"
+    make_client("s3", aws_settings).create_bucket(Bucket=bucket)
+    make_client("s3", aws_settings).put_object(Bucket=bucket, Key=key, Body=b"{}\n")
+    state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
+    state.record("transform_job", "semif-batch-t3st01-1")
+    state.record("s3_object", f"s3://{bucket}/{key}", transform_job="semif-batch-t3st01-1")
+    return key
+
+
+def test_cleanup_waits_for_a_stopping_transform_job_before_deleting_its_output(state, aws_settings, monkeypatch):
+    """A job cleanup stops goes on writing until it has stopped: its output is deleted only after `Stopped`."""
+    from semif_lib.aws import teardown
+    from semif_lib.workshop import cleanup
+
+    monkeypatch.setattr(teardown.time, "sleep", lambda _: None)
+    order = _script_transform(aws_settings, ["InProgress", "Stopping", "Stopping", "Stopped"])
+    key = _job_and_output(state, aws_settings)
+    report = cleanup(settings=aws_settings, state=state)
+    assert not report.failed and report.removed == ["transform_job semif-batch-t3st01-1", f"s3_object s3://semif-sagemaker-123456789012-"
+                                                                                        f"us-east-1/{key}"]
+    assert order == ["describe InProgress", "stop", "describe Stopping", "describe Stopping", "describe Stopped", "describe Stopped",
+                     f"delete {key}"]
+
+
+def test_a_job_that_will_not_stop_keeps_its_output_for_the_next_cleanup(state, aws_settings, monkeypatch):
+    from semif_lib.aws import teardown
+    from semif_lib.workshop import cleanup
+
+    monkeypatch.setattr(teardown, "TRANSFORM_STOP_WAIT_S", 0)
+    monkeypatch.setattr(teardown.time, "sleep", lambda _: None)
+    order = _script_transform(aws_settings, ["Stopping"])
+    key = _job_and_output(state, aws_settings)
+    report = cleanup(settings=aws_settings, state=state)
+    assert [line.split(": ")[0] for line in report.failed] == ["transform_job semif-batch-t3st01-1",
+                                                              f"s3_object s3://semif-sagemaker-123456789012-us-east-1/{key}"]
+    assert "its output is kept until it stops; run cleanup again" in report.failed[0]
+    assert not any(step.startswith("delete") for step in order) and len(state.find("s3_object")) == 1

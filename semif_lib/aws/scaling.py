@@ -134,6 +134,8 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: Wor
     # recorded before the job writes it, so cleanup removes it even if this kernel stops waiting
     state.record("s3_object", f"s3://{bucket}/{out_key}", bucket=bucket, key=out_key)
     job = create_batch_transform(_decision_model_name(state), f"s3://{bucket}/{key}", output, settings=settings, state=state)
+    # cleanup deletes the output only once this job has stopped (a stopping job can still write it)
+    state.record("s3_object", f"s3://{bucket}/{out_key}", transform_job=job)
     state.set("batch_output", f"s3://{bucket}/{out_key}")
     if not wait:
         return job

@@ -71,18 +71,47 @@ def delete_endpoint(entry: dict[str, Any], settings: Settings) -> bool:
     return removed
 
 
-def delete_transform_job(entry: dict[str, Any], settings: Settings) -> bool:
-    """Transform jobs cannot be deleted: a running one is stopped, a finished one is left as history."""
-    sm = _client("sagemaker", settings)
+TRANSFORM_STOP_WAIT_S = 900  # a stopping transform job is waited out this long before cleanup goes on
+TRANSFORM_RUNNING = ("InProgress", "Stopping")
+
+
+def _transform_status(sm: Any, name: str) -> str | None:
     try:
-        status = sm.describe_transform_job(TransformJobName=entry["name"])["TransformJobStatus"]
+        return str(sm.describe_transform_job(TransformJobName=name)["TransformJobStatus"])
     except Exception as exc:
         if is_not_found(exc):
-            return False
+            return None
         raise
+
+
+def delete_transform_job(entry: dict[str, Any], settings: Settings) -> bool:
+    """Transform jobs cannot be deleted: a running one is stopped, a finished one is left as history. A job that is
+    stopping can still write its output, which cleanup deletes next (it was recorded before the job): the job is
+    waited out until it has stopped, at most `TRANSFORM_STOP_WAIT_S`."""
+    sm = _client("sagemaker", settings)
+    status = _transform_status(sm, entry["name"])
+    if status is None:
+        return False
     if status == "InProgress":
         sm.stop_transform_job(TransformJobName=entry["name"])
+    deadline = time.monotonic() + TRANSFORM_STOP_WAIT_S
+    while status in TRANSFORM_RUNNING:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"transform job {entry['name']} is still {status} after {TRANSFORM_STOP_WAIT_S} s: "
+                               "its output is kept until it stops; run cleanup again")
+        time.sleep(0.2 if settings.aws_endpoint_url else 10)
+        status = _transform_status(sm, entry["name"])
     return True
+
+
+def delete_s3_object(entry: dict[str, Any], settings: Settings) -> bool:
+    """An object the run recorded; a transform job's output only once that job has stopped (it could still write it)."""
+    job = entry.get("transform_job")
+    if job:
+        status = _transform_status(_client("sagemaker", settings), job)
+        if status in TRANSFORM_RUNNING:
+            raise RuntimeError(f"kept while transform job {job} is {status} (it can still write here): run cleanup again once it stopped")
+    return _gone(lambda: _client("s3", settings).delete_object(Bucket=entry["bucket"], Key=entry["key"]))
 
 
 def delete_codebuild_project(entry: dict[str, Any], settings: Settings) -> bool:
@@ -151,7 +180,7 @@ DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
     "codebuild_project": delete_codebuild_project,
     "ecr_repository": lambda e, s: _gone(lambda: _client("ecr", s).delete_repository(repositoryName=e["name"], force=True)),
     "iam_role": delete_iam_role,
-    "s3_object": lambda e, s: _gone(lambda: _client("s3", s).delete_object(Bucket=e["bucket"], Key=e["key"])),
+    "s3_object": delete_s3_object,
     "s3_bucket": delete_s3_bucket,
 }
 
