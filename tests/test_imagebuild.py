@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
+
+import pytest
 
 from support.dockerfile import dockerfile_base
 
@@ -76,8 +79,6 @@ def test_a_failed_build_prints_the_last_lines_of_its_log(state, aws_settings):
     botocore hook, naming the log group and stream CodeBuild writes (`logs.groupName` / `streamName`)."""
     import time
 
-    import pytest
-
     from semif_lib.aws.clients import ResourceFailedError, make_client, make_session
     from semif_lib.aws.imagebuild import BUILD_LOG_TAIL_LINES
     from semif_lib.workshop import build_adapter_image
@@ -140,3 +141,96 @@ def test_every_dlc_variant_builds_on_its_own_repository():
         assert dockerfile_base({"DLC_VARIANT": variant, "DLC_REGISTRY": registry}) == resolve_dlc_image_uri("ap-northeast-3", variant)
     given = resolve_dlc_image_uri("eu-south-2", "cuda")
     assert dockerfile_base({"BASE_IMAGE": given}) == dockerfile_base({"BASE_IMAGE": given, "DLC_VARIANT": "arm64"}) == given
+
+
+# ------------------------------------------------------------------ issue 30: a manifest SageMaker's CreateModel takes
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+def test_an_image_sagemaker_would_refuse_is_named_before_an_endpoint_is_made(state, aws_settings):
+    """SageMaker's CreateModel refuses OCI manifests and indexes (what Docker 29's containerd store and BuildKit's
+    attestations push): an adapter image stored so is refused here, naming its media type and the fix."""
+    from semif_lib.aws import imagebuild
+    from semif_lib.aws.clients import ResourceFailedError, make_client
+    from semif_lib.aws.dlc import pin_dlc_image
+
+    _, sha = imagebuild.build_source_zip()
+    tag = imagebuild.adapter_image_tag("cpu", sha, pin_dlc_image(aws_settings, state))
+    imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "layers": [],
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "size": 1, "digest": "sha256:" + "1" * 64}})
+    make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=tag)
+    refusal = re.escape(f"was pushed as {OCI_MANIFEST}; SageMaker's CreateModel takes only {imagebuild.DOCKER_MANIFEST}.")
+    with pytest.raises(ResourceFailedError, match=refusal + ".*--provenance=false --sbom=false"):
+        imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    imagebuild.check_manifest("x", {"imageManifestMediaType": imagebuild.DOCKER_MANIFEST})  # the one it takes
+    imagebuild.check_manifest("x", None)  # nothing pushed (moto's builds push nothing): nothing to refuse
+
+
+STAND_IN_DOCKER = """#!/bin/bash
+echo "docker $*" >> "$CALLS"
+case "$1 $2" in
+  "buildx version") [ "$BUILDX" != none ] || exit 1 ;;
+  "buildx build") if [ "$3" = --help ]; then [ "$BUILDX" = new ] && echo "      --provenance string   Shorthand"; echo "  -t, --tag"; fi ;;
+esac
+"""
+STAND_IN_AWS = """#!/bin/bash
+echo "aws $*" >> "$CALLS"
+[ "$2" = describe-images ] && echo "$MEDIA_TYPE"
+exit 0
+"""
+
+
+def _run_buildspec(tmp_path, buildx: str, media_type: str) -> tuple[int, list[str], str]:
+    """container/buildspec.yml's pre_build and build commands, in order as CodeBuild runs them (a failing command fails
+    the phase), with docker and aws stand-ins that record their calls; returns (exit status, calls, output)."""
+    import subprocess
+
+    import yaml
+
+    from semif_lib.paths import repo_root
+
+    spec = yaml.safe_load((repo_root() / "container" / "buildspec.yml").read_text())
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name, body in {"docker": STAND_IN_DOCKER, "aws": STAND_IN_AWS}.items():
+        (tools / name).write_text(body)
+        (tools / name).chmod(0o755)
+    calls = tmp_path / "calls.log"
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "CALLS": str(calls), "BUILDX": buildx, "MEDIA_TYPE": media_type, **spec["env"]["variables"],
+           "AWS_DEFAULT_REGION": "us-east-1", "IMAGE_TAG": "cpu-0123456789ab",
+           "BASE_IMAGE": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x",
+           "IMAGE_REPO_URI": "123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-r1",
+           "DLC_REGISTRY": "763104351884.dkr.ecr.us-east-1.amazonaws.com"}
+    output = ""
+    for command in spec["phases"]["pre_build"]["commands"] + spec["phases"]["build"]["commands"]:
+        done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=30)
+        output += done.stdout + done.stderr
+        if done.returncode:
+            return done.returncode, calls.read_text().splitlines(), output
+    return 0, calls.read_text().splitlines(), output
+
+
+@pytest.mark.parametrize(("buildx", "flags"), [("new", True), ("old", False), ("none", False)],
+                         ids=["buildx-with-provenance", "buildx-without-the-flags", "no-buildx"])
+def test_the_buildspec_builds_without_attestations_where_docker_can(tmp_path, buildx, flags):
+    """Where `docker buildx build` knows --provenance, the build turns provenance and SBOM off and exports Docker media
+    types; an older docker gets the classic builder, which makes neither attestations nor OCI media types (and would
+    refuse the flags)."""
+    status, calls, _ = _run_buildspec(tmp_path, buildx, "application/vnd.docker.distribution.manifest.v2+json")
+    assert status == 0
+    built = [c for c in calls if c.startswith(("docker build ", "docker buildx build ")) and "--help" not in c]
+    assert len(built) == 1 and built[0].endswith("-t semif-adapter:cpu-0123456789ab .")
+    assert built[0].startswith("docker buildx build --provenance=false --sbom=false --output type=docker -f container/Dockerfile")  \
+        if flags else built[0].startswith("docker build -f container/Dockerfile --build-arg BASE_IMAGE=")
+    assert calls[-1] == ("aws ecr describe-images --region us-east-1 --repository-name semif-adapter-r1 --image-ids "
+                         "imageTag=cpu-0123456789ab --query imageDetails[0].imageManifestMediaType --output text")
+
+
+@pytest.mark.parametrize("media_type", [OCI_MANIFEST, "application/vnd.oci.image.index.v1+json",
+                                        "application/vnd.docker.distribution.manifest.list.v2+json"])
+def test_the_buildspec_fails_the_build_when_ecr_holds_a_manifest_sagemaker_refuses(tmp_path, media_type):
+    status, _, output = _run_buildspec(tmp_path, "new", media_type)
+    assert status != 0
+    assert (f"FATAL: 123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-r1:cpu-0123456789ab was pushed as {media_type}; "
+            "SageMaker's CreateModel takes only application/vnd.docker.distribution.manifest.v2+json") in output

@@ -36,8 +36,10 @@ from .packaging import ensure_bucket, sse_args
 from .state import settings_and_state
 
 __all__ = [
+    "DOCKER_MANIFEST",
     "build_adapter_image",
     "build_source_zip",
+    "check_manifest",
     "ensure_codebuild_project",
     "ensure_ecr_repository",
     "start_image_build",
@@ -208,12 +210,30 @@ def describe_build_failure(build: dict[str, Any], log_tail: list[str] | None = N
             f"{f' (log: {last})' if last else ''} {logs}").strip()
 
 
-def _image_exists(repository: str, tag: str, settings: Settings) -> bool:
+# The only image manifest SageMaker's CreateModel takes: it refuses OCI manifests and indexes ("Unsupported manifest
+# media type application/vnd.oci.image.manifest.v1+json"; aws/amazon-sagemaker-feedback#180), which Docker 29 with the
+# containerd image store pushes, and which buildx's provenance attestations turn any image into.
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+def _image_details(repository: str, tag: str, settings: Settings) -> dict[str, Any] | None:
     ecr = make_client("ecr", settings)
     try:
-        return bool(ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])["imageDetails"])
+        details = ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])["imageDetails"]
     except (ecr.exceptions.ImageNotFoundException, ecr.exceptions.RepositoryNotFoundException):
-        return False
+        return None
+    return details[0] if details else None
+
+
+def check_manifest(image_uri: str, details: dict[str, Any] | None) -> None:
+    """Refuse an image whose manifest SageMaker would refuse, naming it, before an endpoint is created from it
+    (container/buildspec.yml fails the build on the same check; this catches an image pushed some other way)."""
+    media = (details or {}).get("imageManifestMediaType")
+    if media and media != DOCKER_MANIFEST:
+        raise ResourceFailedError(
+            f"{image_uri} was pushed as {media}; SageMaker's CreateModel takes only {DOCKER_MANIFEST}. Delete that image "
+            "(aws ecr batch-delete-image) and build it again with docker build --provenance=false --sbom=false "
+            "(container/buildspec.yml passes them when docker buildx is there)")
 
 
 def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
@@ -234,7 +254,9 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     repo_name = state.name("adapter")
     repo = ensure_ecr_repository(repo_name, settings, state)
     image_uri = f"{repo['repositoryUri']}:{tag}"
-    if _image_exists(repo_name, tag, settings):
+    existing = _image_details(repo_name, tag, settings)
+    if existing is not None:
+        check_manifest(image_uri, existing)
         log(f"{image_uri} already built from this source: no build needed")
         return image_uri
     bucket = ensure_bucket(settings, state)
@@ -254,6 +276,7 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
     log(f"started CodeBuild {build_id}")
     if wait:
         wait_for_build(build_id, settings, log=log, progress=progress)
+        check_manifest(image_uri, _image_details(repo_name, tag, settings))
     return image_uri
 
 
