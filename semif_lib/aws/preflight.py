@@ -170,14 +170,14 @@ def _account_values(settings: Settings) -> dict[str, str]:
 
 
 def caller_arns(arn: str) -> dict[str, str]:
-    """`${CALLER}` and `${CALLER_ANY_PATH}` of the policies: the caller's own ARN, and its name under any path (a role's
-    path is not always readable: the caller may not `iam:GetRole` itself). The policies simulate only these, and deny
-    every write to them."""
+    """`${CALLER}` of the policies: the caller's own role or user under any path (`role*/<name>` matches `role/<name>`
+    and `role/<path>/<name>`, no other name): its path is not always readable, the caller may not `iam:GetRole`
+    itself. The policies simulate only it, and deny every write to it."""
     for kind in (":role/", ":user/"):
         if kind in arn:
             head, name = arn.split(kind, 1)
-            return {"CALLER": arn, "CALLER_ANY_PATH": f"{head}{kind}*/{name.rsplit('/', 1)[-1]}"}
-    return {"CALLER": arn, "CALLER_ANY_PATH": arn}
+            return {"CALLER": f"{head}{kind[:-1]}*/{name.rsplit('/', 1)[-1]}"}
+    return {"CALLER": arn}
 
 
 def caller_policy(settings: Settings, caller: str | None = None) -> dict[str, Any]:
