@@ -292,6 +292,22 @@ def test_the_lifecycle_script_keeps_the_environment_and_its_kernel_on_the_home_v
     assert (bare / ".semif" / "settings.env").is_file() and not (bare / "semif-workshop").exists()
 
 
+def test_the_event_teams_dlc_pin_reaches_every_kernel(tmp_path, monkeypatch):
+    """DlcImage (the digest `semif dlc check` printed) is written as SEMIF_DLC_IMAGE, which every kernel's settings read."""
+    from semif_lib.settings import load_settings
+
+    pinned = "763104351884.dkr.ecr.us-east-1.amazonaws.com/llama-cpp@sha256:" + "b" * 64
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["bash", "-c", _lifecycle_script({"DlcImage": pinned})], env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+                   check=True, timeout=30)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SEMIF_SETTINGS_FILE", raising=False)
+    monkeypatch.delenv("SEMIF_DLC_IMAGE", raising=False)
+    assert load_settings().dlc_image == pinned
+    assert "SEMIF_DLC_IMAGE" not in _lifecycle_script({}), "no pin: the run pins the tag's digest itself"
+
+
 def test_the_stack_deploys_on_moto_and_a_kernel_reads_its_settings(aws, aws_settings, tmp_path, monkeypatch, fake_gguf):
     """Deploy (moto), run the lifecycle script the template writes, then notebook 03's step with what a kernel reads:
     the endpoints' role is the stack's execution role (not the attendees'), the stack's CodeBuild role and bucket are
