@@ -7,7 +7,7 @@ The house has four wings with one-way doors (see the README's repository map):
 * `aws/`: what a workshop run creates in an AWS account, and its cleanup (boto3, lazily);
 * `measurement/`: benchmarks (`bench/`), evaluation and calibration fitting (`quality/`), plots;
 
-on plumbing they all share (`settings`, `errors`, `modelfile`, `jsonlines`, `processes`,
+on plumbing they all share (`contract`, `settings`, `errors`, `modelfile`, `jsonlines`, `processes`,
 `arguments`, `llama_flags`, `llamabuilds`, `containers`), under a top floor that only the notebooks and the shell use (`workshop`,
 `notebook`, `cli`).
 

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal, Mapping, Sequence
 
+from .contract import KILL_AFTER_S, MODEL_DIR, PORT
 from .errors import SemifError
 from .llama_flags import build_server_command, find_gguf_in_dir
 from .llamabuilds import parse_llama_build, read_llama_server_build
 from .paths import repo_root
-from .processes import SAGEMAKER_KILL_AFTER_S, ServerProcess, ServerStartError, start_server, wait_for_ping
+from .processes import ServerProcess, ServerStartError, start_server, wait_for_ping
 from .settings import load_settings
 
 __all__ = [
@@ -56,8 +57,7 @@ LLAMA_CPP_DIR = REPO_ROOT / ".semif" / f"llama-cpp-b{LLAMA_CPP_BUILD}"
 REPLICA_IMAGE = f"localhost/semif-dlc-replica:b{LLAMA_CPP_BUILD}"
 ADAPTER_IMAGE = "localhost/semif-decision:latest"
 BASE_IMAGE = "localhost/semif-debian:bookworm"
-SAGEMAKER_PORT = 8080
-STOP_TIMEOUT_S = int(SAGEMAKER_KILL_AFTER_S)  # SageMaker's SIGTERM-to-SIGKILL grace period (`docker stop -t` takes whole seconds)
+STOP_TIMEOUT_S = int(KILL_AFTER_S)  # SageMaker's SIGTERM-to-SIGKILL grace period (`docker stop -t` takes whole seconds)
 
 TextKind = Literal["auto", "container", "native"]
 
@@ -216,8 +216,8 @@ def run_container(runtime: ContainerRuntime, image: str, model_dir: Path, port: 
     the error and it is removed.
     """
     name = name or f"semif-{uuid.uuid4().hex[:10]}"
-    args = ["run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:{SAGEMAKER_PORT}",
-            "-v", f"{Path(model_dir).resolve()}:/opt/ml/model:ro", *extra_args]
+    args = ["run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:{PORT}",
+            "-v", f"{Path(model_dir).resolve()}:{MODEL_DIR}:ro", *extra_args]
     for key, value in (env or {}).items():
         args += ["-e", f"{key}={value}"]
     try:
@@ -333,7 +333,7 @@ def _start_text_container(model_path: Path, sm_env: Mapping[str, str], port: int
         model_dir = Path(model_path).parent
         env = dict(sm_env)
         if find_gguf_in_dir(model_dir) != Path(model_path):
-            env["SM_LLAMA_CPP_MODEL"] = f"/opt/ml/model/{Path(model_path).name}"
+            env["SM_LLAMA_CPP_MODEL"] = f"{MODEL_DIR}/{Path(model_path).name}"
         try:
             return run_container(runtime, image, model_dir, port, env, ping_path="/ping"), None
         except ContainerError as exc:

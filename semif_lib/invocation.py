@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from .contract import MAX_PAYLOAD_BYTES
+
 __all__ = [
-    "MAX_REALTIME_PAYLOAD",
     "build_chat_request",
     "default_text_settings",
     "encode_payload",
@@ -25,7 +26,6 @@ __all__ = [
     "text_settings",
 ]
 
-MAX_REALTIME_PAYLOAD = 6_291_456
 
 
 # ====================================================================== request bytes
@@ -37,8 +37,8 @@ def encode_payload(payload: Mapping[str, Any] | str | bytes) -> bytes:
         body = payload.encode("utf-8")
     else:
         body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if len(body) > MAX_REALTIME_PAYLOAD:
-        raise ValueError(f"payload is {len(body)} bytes; SageMaker real-time endpoints accept {MAX_REALTIME_PAYLOAD}")
+    if len(body) > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"payload is {len(body)} bytes; SageMaker real-time endpoints accept {MAX_PAYLOAD_BYTES}")
     return body
 
 

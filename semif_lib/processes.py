@@ -7,7 +7,7 @@ recorded by pid), so it sits below them all:
     with start_server([sys.executable, "-m", "semif_lib.cli", "serve"], "http://127.0.0.1:8080",
                       env=env, log_path=log) as server:
         ...                      # server.url answers /ping
-    server.exit_code             # after SIGTERM (SIGKILL `SAGEMAKER_KILL_AFTER_S` later)
+    server.exit_code             # after SIGTERM (SIGKILL `contract.KILL_AFTER_S` later)
 
 A `ServerProcess` runs in its own process group (a signal reaches everything it started), writes
 stdout and stderr to one log file (a temporary one unless `log_path` is given), and on `stop()`
@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .contract import KILL_AFTER_S
+
 __all__ = [
-    "SAGEMAKER_KILL_AFTER_S",
     "ServerProcess",
     "ServerStartError",
     "ServerStartTimeout",
@@ -35,7 +36,6 @@ __all__ = [
     "wait_for_ping",
 ]
 
-SAGEMAKER_KILL_AFTER_S = 30.0  # SageMaker sends SIGKILL this long after SIGTERM (the drain window fits inside it)
 
 
 def wait_for_ping(url: str, timeout_s: float = 120.0, process: subprocess.Popen | None = None, path: str = "/ping") -> None:
@@ -68,7 +68,7 @@ def is_answering(url: str, path: str = "/ping") -> bool:
         return False
 
 
-def stop_process(pid: int, timeout_s: float = SAGEMAKER_KILL_AFTER_S) -> bool:
+def stop_process(pid: int, timeout_s: float = KILL_AFTER_S) -> bool:
     """SIGTERM the process group `pid` leads (as SageMaker does), SIGKILL after `timeout_s`.
 
     For a pid known only by number (a state file's record, another kernel's child); a server this
@@ -184,7 +184,7 @@ class ServerProcess:
         self.exit_code = self._started().wait(timeout_s)
         return self.exit_code
 
-    def stop(self, grace_s: float = SAGEMAKER_KILL_AFTER_S) -> int:
+    def stop(self, grace_s: float = KILL_AFTER_S) -> int:
         """SIGTERM the process group, SIGKILL after `grace_s`; returns the exit code (negative: killed by that signal)."""
         process = self._started()
         self.send_signal(signal.SIGTERM)

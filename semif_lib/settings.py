@@ -13,7 +13,7 @@ from typing import Literal, get_args
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .processes import SAGEMAKER_KILL_AFTER_S
+from .contract import KILL_AFTER_S, MAX_PAYLOAD_BYTES, MODEL_DIR, PORT
 
 ENV_PREFIX = "SEMIF_"
 # After the drain window (`drain_s`) uvicorn waits this much longer, then the worker's last decode
@@ -51,7 +51,7 @@ class Settings(BaseSettings):
 
     # --- model discovery (same order as AWS's llama.cpp DLC) ---
     model_path: Path | None = Field(None, description="Explicit GGUF file; wins over everything else.")
-    model_dir: Path = Field(Path("/opt/ml/model"), description="Searched two levels deep for the first *.gguf.")
+    model_dir: Path = Field(Path(MODEL_DIR), description="Searched two levels deep for the first *.gguf.")
 
     # --- llama.cpp context ---
     n_ctx: int = Field(8192, ge=512, le=131072, description="KV cells shared by the prefix cache and all branches.")
@@ -92,15 +92,15 @@ class Settings(BaseSettings):
 
     # --- adapter server ---
     host: str = Field("127.0.0.1", description="Bind address; the container sets 0.0.0.0.")
-    port: int = Field(8080, ge=1, le=65535, description="SageMaker's contract port.")
+    port: int = Field(PORT, ge=1, le=65535, description="SageMaker's contract port.")
     api_key: str | None = Field(None, description="Bearer token checked when set (local use only).")
     model_aliases: str = Field(
         "", description="More names a request's `model` may send, comma-separated ('*': any name); the model's id, file name, hub "
                         "reference and jev-latest are always accepted, any other name is a 404 (serving.modelnames).")
     queue_size: int = Field(64, ge=1, le=100000, description="Requests waiting for the worker before 503.")
-    max_body_bytes: int = Field(6_291_456, ge=1024, description="SageMaker's real-time payload limit.")
+    max_body_bytes: int = Field(MAX_PAYLOAD_BYTES, ge=1024, description="SageMaker's real-time payload limit.")
     drain_s: float = Field(
-        25.0, gt=0, le=SAGEMAKER_KILL_AFTER_S - DRAIN_TAIL_S - 1,
+        25.0, gt=0, le=KILL_AFTER_S - DRAIN_TAIL_S - 1,
         description="After SIGTERM, a request still unanswered this long gets a 503 shutting_down "
                     "(SageMaker sends SIGKILL 30 s after SIGTERM).")
     request_timeout_s: float = Field(
@@ -159,7 +159,7 @@ class Settings(BaseSettings):
                                "an S3 prefix (S3ModelDataSource, CompressionType None): no tarball, no second local copy, no "
                                "Batch Transform (target=aws only).")
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")
-    local_decision_url: str = Field("http://127.0.0.1:8080", description="Local decision adapter (`semif serve`) for target=local.")
+    local_decision_url: str = Field(f"http://127.0.0.1:{PORT}", description="Local decision adapter (`semif serve`) for target=local.")
     local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")
     # --- containers (semif_lib.containers: the `container` target, container tests, `semif bench peer`) ---
     container_runtime: str | None = Field(

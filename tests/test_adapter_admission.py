@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from semif_lib.contract import KILL_AFTER_S
 from semif_lib.decision.schema import parse_request
 from semif_lib.errors import ModelLoadError, ServiceBusyError
-from semif_lib.processes import SAGEMAKER_KILL_AFTER_S
 from semif_lib.serving.runner import Drain
 from semif_lib.serving.worker import InferenceWorker, Job, WorkerFailedError
 from semif_lib.settings import Settings
@@ -116,7 +116,7 @@ def test_the_drain_window_and_its_tail_fit_before_sagemakers_sigkill():
     longest = Settings.model_fields["drain_s"].metadata
     ceiling = next(b.le for b in longest if getattr(b, "le", None) is not None)
     drain = Drain(window_s=Settings(drain_s=ceiling).drain_s)
-    assert drain.server_timeout_s < SAGEMAKER_KILL_AFTER_S and drain.worker_budget_s < SAGEMAKER_KILL_AFTER_S
+    assert drain.server_timeout_s < KILL_AFTER_S and drain.worker_budget_s < KILL_AFTER_S
     assert drain.worker_budget_s >= drain.server_timeout_s  # the worker may finish what uvicorn waited for
     with pytest.raises(ValueError):
         Settings(drain_s=ceiling + 0.5)

@@ -15,8 +15,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
-PLUMBING = ("settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "llamabuilds", "containers", "paths",
-            "limits", "registry", "dockerfile", "modelpackage", "invocation", "modelsource", "modelchunks")
+PLUMBING = ("contract", "settings", "errors", "modelfile", "jsonlines", "processes", "arguments", "llama_flags", "llamabuilds",
+            "containers", "paths", "limits", "registry", "dockerfile", "modelpackage", "invocation", "modelsource", "modelchunks")
 TOP_FLOOR = ("cli", "workshop", "notebook", "targets", "modelinspect")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 350
@@ -320,3 +320,42 @@ def test_modules_stay_short():
     long = {name: n for name, path in MODULES.items() if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert sorted(set(long) - LONG_MODULES) == []
     assert sorted(LONG_MODULES - set(long)) == [], "split: take it off LONG_MODULES"
+
+
+def test_the_sagemaker_contract_is_standard_library_only_and_its_one_copy_agrees():
+    """`contract` is read by every side, the replica image's `llama_flags.py` included in spirit: that file runs alone in
+    the image, so it keeps its own copy of the model directory, and this holds the two equal."""
+    from semif_lib import contract, llama_flags
+
+    imports = resolve_imports("semif_lib.contract", MODULES["semif_lib.contract"])
+    assert imports <= {"__future__"}, imports
+    assert llama_flags.DLC_MODEL_DIR == contract.MODEL_DIR
+
+
+def test_no_module_but_contract_writes_the_contracts_numbers():
+    """Port 8080, /opt/ml/model, the 6 MB payload and the custom-attributes header are written in `contract` alone
+    (docstrings may name them; code takes them from there). `llama_flags` keeps one copy, checked above."""
+    import re
+
+    literals = {"8080": re.compile(r"(?<![\w.])8080(?![\w.])"), "/opt/ml/model": re.compile(r"[\"']/opt/ml/model[\"'/]"),
+                "6_291_456": re.compile(r"6_?291_?456"), "Custom-Attributes": re.compile(r"[\"']X-Amzn-SageMaker-Custom-Attributes[\"']")}
+    offenders = []
+    for name, path in MODULES.items():
+        if name in ("semif_lib.contract", "semif_lib.llama_flags"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (str, int)) and not _is_docstring(tree, node):
+                text = repr(node.value)
+                offenders += [f"{name}: {label}" for label, pattern in literals.items() if pattern.search(text)]
+    assert offenders == [], offenders
+
+
+def _is_docstring(tree: ast.AST, node: ast.Constant) -> bool:
+    for owner in ast.walk(tree):
+        if isinstance(owner, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and owner.body:
+            first = owner.body[0]
+            if isinstance(first, ast.Expr) and first.value is node:
+                return True
+    return False
+

@@ -171,7 +171,7 @@ def test_a_transform_container_waits_as_long_as_the_transform(state, aws_setting
     (58 s on a real-time endpoint) moves just inside it through CreateTransformJob.Environment."""
     from semif_lib.aws import scaling
     from semif_lib.aws.clients import make_client
-    from semif_lib.serving.deadline import answer_deadline_s
+    from semif_lib.contract import answer_deadline_s
     from semif_lib.settings import load_settings
 
     sm = make_client("sagemaker", aws_settings)
@@ -189,7 +189,7 @@ def test_a_transform_container_waits_as_long_as_the_transform(state, aws_setting
 def test_the_adapters_deadline_on_an_endpoint_is_inside_60_s():
     """SageMaker gives a real-time invocation 60 s; the adapter's deadline was 2 x 55 s = 110 s, so a slow request kept
     computing for 50 s after the client had its ModelError (notebook 05's fresh reference met it)."""
-    from semif_lib.serving.deadline import answer_deadline_s
+    from semif_lib.contract import answer_deadline_s
     from semif_lib.settings import Settings
 
     default = Settings.model_fields["request_timeout_s"].default

@@ -4,7 +4,7 @@ One server (embedded SmolLM2, `SEMIF_API_KEY` set, so the auth checks run) serve
 suite's CLI runs as a user would run it; the committed report is results/conformance/jevcompat.json
 (`jevcompat test URL --key-env SEMIF_API_KEY --json ... --markdown ...`). 255 options with descriptions
 need about 4,400 prompt tokens, so the server gets the default context (8192), not the tests' 2048. That
-request takes about 30 s on two quiet cores, half the real-time deadline (58 s, serving.deadline), and
+request takes about 30 s on two quiet cores, half the real-time deadline (58 s, contract.answer_deadline_s), and
 more than it on a busy machine; the suite checks the wire, not the machine, so the server here waits
 SEMIF_REQUEST_TIMEOUT_S=150 instead.
 """

@@ -6,7 +6,7 @@ with one response per line, which `AssembleWith=Line` joins into `<input name>.o
 on the image variant's hardware: x86 CPU; cuda is refused until a real account shows the GPU batch AMI
 (driver 535) runs the DLC's CUDA 13; arm64 is refused (Batch Transform has no Graviton instances). `ModelClientConfig` gives each mini-batch
 an hour, not the default 600 s, and the job's `Environment` moves the adapter's own deadline
-(`serving.deadline`: 58 s on a real-time endpoint) to just inside that hour.
+(`contract.answer_deadline_s`: 58 s on a real-time endpoint) to just inside that hour.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..contract import request_timeout_for
 from ..modelpackage import is_model_data_prefix
 from ..registry import WorkshopState
-from ..serving.deadline import request_timeout_for
 from ..settings import Settings, load_settings
 from . import dlc
 from .clients import AwsSetupError, make_client, poll_status, retry_while_role_propagates
@@ -31,7 +31,7 @@ JSONLINES = "application/jsonlines"
 MAX_PAYLOAD_MB = 6  # one mini-batch per POST, SageMaker's real-time payload limit (the adapter's body limit)
 INVOCATION_TIMEOUT_S = 3600  # ModelClientConfig: a 6 MB mini-batch on a bigger model outlasts the default 600 s
 INVOCATION_RETRIES = 1
-# The adapter answers 503 after its deadline (serving.deadline: inside a real-time endpoint's 60 s by default). In a
+# The adapter answers 503 after its deadline (contract.answer_deadline_s: inside a real-time endpoint's 60 s by default). In a
 # transform job SageMaker waits InvocationsTimeoutInSeconds, so the job's container gets a request timeout whose
 # deadline is just inside that wait.
 DEADLINE_MARGIN_S = 30

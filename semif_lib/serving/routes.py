@@ -18,6 +18,7 @@ import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
+from ..contract import CUSTOM_ATTRIBUTES_HEADER, answer_deadline_s
 from ..decision.schema import DecisionRequest, DecisionResponse
 from ..errors import (
     InvalidRequestError,
@@ -29,11 +30,9 @@ from ..errors import (
 from ..jsonlines import dump_records, error_record
 from ..settings import MODES, Settings
 from .bodies import read_limited_body
-from .deadline import answer_deadline_s
 from .modelnames import model_names
 from .runner import Drain
 from .wire import (
-    CUSTOM_ATTRIBUTES_HEADER,
     JSON_TYPES,
     JSONLINES_TYPES,
     OPENAI,

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..processes import SAGEMAKER_KILL_AFTER_S
+from ..contract import KILL_AFTER_S
 from ..settings import DRAIN_TAIL_S, Settings
 
 __all__ = ["DEFAULT_DRAIN_S", "Drain", "serve_uvicorn"]
@@ -42,7 +42,7 @@ class Drain:
     @property
     def worker_budget_s(self) -> float:
         """Seconds after SIGTERM the worker may still use to finish and close the engine."""
-        return min(self.window_s + DRAIN_TAIL_S, SAGEMAKER_KILL_AFTER_S - 1)
+        return min(self.window_s + DRAIN_TAIL_S, KILL_AFTER_S - 1)
 
     def left(self, budget_s: float) -> float | None:
         """Seconds left of `budget_s` after SIGTERM; None while no SIGTERM has arrived."""

@@ -39,7 +39,6 @@ from ..errors import (
 from ..jsonlines import decode_utf8, iter_records, split_lines
 
 __all__ = [
-    "CUSTOM_ATTRIBUTES_HEADER",
     "HTTP_ERROR_TYPES",
     "JSONLINES_TYPES",
     "JSON_TYPES",
@@ -70,7 +69,6 @@ __all__ = [
 JSON_TYPES = frozenset({"application/json"})
 JSONLINES_TYPES = frozenset({"application/jsonlines", "application/x-jsonlines", "application/jsonl", "application/x-ndjson"})
 THREAD_PARSE_BYTES = 256 << 10  # bodies larger than this are parsed off the event loop
-CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
 HTTP_ERROR_TYPES = {404: "not_found", 405: "method_not_allowed", 400: "invalid_request", 413: "payload_too_large"}
 SYSTEMONE, OPENAI = "systemone", "openai"  # the two wires: Jev / System One, OpenAI Decisions
 OPENAI_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}  # else by class

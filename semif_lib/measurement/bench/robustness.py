@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from ...contract import CUSTOM_ATTRIBUTES_HEADER
 from ...errors import read_error
 from .harness import percentile, running_serve, server_env
 
@@ -196,7 +197,7 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
          "/invocations", 400),
         ("unknown readout", body(choice({"a": None, "b": None}, readout="bogus")), {}, "/invocations", 400),
         ("mode=warp in the query", body(req()), {}, "/invocations?mode=warp", 400),
-        ("mode=warp in CustomAttributes", body(req()), {"X-Amzn-SageMaker-Custom-Attributes": "mode=warp"}, "/invocations", 400),
+        ("mode=warp in CustomAttributes", body(req()), {CUSTOM_ATTRIBUTES_HEADER: "mode=warp"}, "/invocations", 400),
         ("text/plain", body(req()), {"Content-Type": "text/plain"}, "/invocations", 415),
         ("application/xml", b"<state/>", {"Content-Type": "application/xml"}, "/invocations", 415),
         ("body over 6 MB", b'{"state": "' + b"x" * (6 << 20) + b'"}', {}, "/invocations", 413),

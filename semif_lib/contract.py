@@ -1,0 +1,46 @@
+"""SageMaker's contract with a hosting container, written once: standard library only, imported by every side.
+
+The numbers and names a container lives by on SageMaker AI ("Use your own inference code with hosting services",
+InvokeEndpoint's reference, "Stateful sessions"; as aws/sagemaker-inference-toolkit's `parameters.py` keeps them):
+the port, where the model is unpacked, the payload and invocation limits, the stop grace, the headers. The adapter,
+the text twin, the image runners, the AWS wing and the benchmarks read them from here. One exception copies a
+value: `llama_flags.DLC_MODEL_DIR`, because the replica image runs that file alone (a test holds them equal).
+
+The answer deadline lives here too, as the rule it is: while `SEMIF_REQUEST_TIMEOUT_S` is one a real-time endpoint
+allows (60 s or less), the handler's deadline is twice it but never past 58 s, since SageMaker has already answered
+the client with a ModelError at 60 s; a longer timeout means a longer wait was chosen on purpose (Batch Transform sets
+one through `CreateTransformJob.Environment`, inside the job's `InvocationsTimeoutInSeconds`), and it is the deadline.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ANSWER_DEADLINE_FACTOR", "CLOSED_SESSION_HEADER", "CUSTOM_ATTRIBUTES_HEADER", "KILL_AFTER_S", "MAX_PAYLOAD_BYTES",
+           "MODEL_DIR", "NEW_SESSION_HEADER", "PORT", "REALTIME_INVOCATION_S", "SESSION_HEADER", "answer_deadline_s",
+           "request_timeout_for"]
+
+PORT = 8080  # the container answers GET /ping and POST /invocations here
+MODEL_DIR = "/opt/ml/model"  # where SageMaker unpacks ModelDataUrl (or copies an S3 prefix)
+MAX_PAYLOAD_BYTES = 6_291_456  # a real-time invocation's body: 6 MB
+REALTIME_INVOCATION_S = 60.0  # a real-time endpoint's container must answer within this
+KILL_AFTER_S = 30.0  # `docker stop`: SIGTERM, then SIGKILL this long after
+CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"  # InvokeEndpoint's CustomAttributes, passed through
+SESSION_HEADER = "X-Amzn-SageMaker-Session-Id"  # stateful sessions: the session a request belongs to
+NEW_SESSION_HEADER = "X-Amzn-SageMaker-New-Session-Id"  # the container's answer opening one (`<id>; Expires=<UTC>`)
+CLOSED_SESSION_HEADER = "X-Amzn-SageMaker-Closed-Session-Id"  # the container's answer closing one
+
+REALTIME_MARGIN_S = 2.0  # the answer still has to travel back inside the invocation limit
+ANSWER_DEADLINE_FACTOR = 2  # a job admitted just before SEMIF_REQUEST_TIMEOUT_S still gets to compute
+
+
+def answer_deadline_s(request_timeout_s: float) -> float:
+    """The handler's deadline for a request under `SEMIF_REQUEST_TIMEOUT_S` (see the module doc)."""
+    if request_timeout_s > REALTIME_INVOCATION_S:
+        return request_timeout_s
+    return min(ANSWER_DEADLINE_FACTOR * request_timeout_s, REALTIME_INVOCATION_S - REALTIME_MARGIN_S)
+
+
+def request_timeout_for(deadline_s: float) -> float:
+    """The `SEMIF_REQUEST_TIMEOUT_S` whose deadline is `deadline_s`, for a wait longer than a real-time invocation."""
+    if deadline_s <= REALTIME_INVOCATION_S:
+        raise ValueError(f"a deadline of {deadline_s:g} s fits a real-time endpoint: keep the default SEMIF_REQUEST_TIMEOUT_S")
+    return deadline_s
