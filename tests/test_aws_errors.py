@@ -19,7 +19,8 @@ def assert_one_line(exc: BaseException) -> str:
 # ------------------------------------------------------------------ credentials and permissions
 def test_no_credentials_is_one_line_that_says_what_to_do(tmp_path, monkeypatch, fake_gguf):
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsCredentialsError, reset_sessions
+    from semif_lib.aws.clients import reset_sessions
+    from semif_lib.aws.errors import AwsCredentialsError
     from semif_lib.settings import Settings
 
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
@@ -52,7 +53,7 @@ def _answer(settings, operation: str, code: str, message: str) -> None:
 
 def test_an_expired_token_is_one_line(aws, aws_settings, fake_gguf):
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsCredentialsError
+    from semif_lib.aws.errors import AwsCredentialsError
 
     _answer(aws_settings, "sts.GetCallerIdentity", "ExpiredToken", "The security token included in the request is expired")
     st = workshop.load_state(aws_settings)
@@ -63,7 +64,7 @@ def test_an_expired_token_is_one_line(aws, aws_settings, fake_gguf):
 
 def test_an_access_denial_names_the_caller_policy(aws, aws_settings, fake_gguf):
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsPermissionError
+    from semif_lib.aws.errors import AwsPermissionError
 
     _answer(aws_settings, "s3.CreateBucket", "AccessDenied", "User: arn:aws:sts::123456789012:assumed-role/x/y is not authorized "
             "to perform: s3:CreateBucket")
@@ -87,7 +88,7 @@ def test_cleanup_keeps_going_and_reports_expired_credentials_per_resource(aws, a
 
 # ------------------------------------------------------------------ not found
 def test_resource_not_found_is_not_found():
-    from semif_lib.aws.clients import is_not_found
+    from semif_lib.aws.errors import is_not_found
 
     assert is_not_found(client_error("ResourceNotFound", "Could not find requested job", "DescribeTransformJob"))
     assert not is_not_found(client_error("ThrottlingException", "slow down"))
@@ -117,7 +118,8 @@ def test_cleanup_of_a_missing_transform_job_is_already_gone(aws, aws_settings, m
 
 # ------------------------------------------------------------------ IAM propagation
 def test_role_propagation_is_retried_with_bounded_backoff():
-    from semif_lib.aws.clients import AwsSetupError, retry_while_role_propagates
+    from semif_lib.aws.errors import AwsSetupError
+    from semif_lib.aws.waits import retry_while_role_propagates
 
     slept: list[float] = []
     answers = [client_error("InvalidInputException", "CodeBuild is not authorized to perform: sts:AssumeRole on arn:aws:iam::1:role/r"),
@@ -179,7 +181,8 @@ def test_a_new_codebuild_role_is_waited_for_not_slept_on(state, aws_settings, mo
 
 # ------------------------------------------------------------------ progress
 def test_endpoint_and_transform_waits_show_status_and_elapsed_time(capsys):
-    from semif_lib.aws.clients import ResourceFailedError, poll_status
+    from semif_lib.aws.errors import ResourceFailedError
+    from semif_lib.aws.waits import poll_status
 
     statuses = iter(["Creating", "Creating", "InService"])
     poll_status(lambda: {"EndpointStatus": next(statuses)}, "EndpointStatus", "InService", ("Failed",), "endpoint e",

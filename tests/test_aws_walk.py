@@ -119,7 +119,7 @@ def test_an_autoscaled_endpoint_keeps_its_count_and_a_type_change_deregisters(de
      "CodeBuild's concurrent-build quota"),
 ])
 def test_a_quota_error_is_one_line_naming_the_quota(code, message, expected):
-    from semif_lib.aws.clients import AwsQuotaError, aws_errors
+    from semif_lib.aws.errors import AwsQuotaError, aws_errors
 
     with pytest.raises(AwsQuotaError) as info:
         with aws_errors("deploy_text_model (02)"):

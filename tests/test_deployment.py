@@ -231,7 +231,7 @@ def _deploy_then_change_env(settings, st, gguf, monkeypatch):
 
 def test_an_update_that_rolls_back_is_a_failure(state, aws_settings, fake_gguf, monkeypatch):
     """Updating -> RollingBack -> InService on the old config: the new config never served (item 7)."""
-    from semif_lib.aws.clients import AwsSetupError
+    from semif_lib.aws.errors import AwsSetupError
 
     updates = _script_endpoint_update(aws_settings, ["Updating", "RollingBack"], "health check failed on the new variant")
     redeploy = _deploy_then_change_env(aws_settings, state, fake_gguf, monkeypatch)
@@ -242,7 +242,7 @@ def test_an_update_that_rolls_back_is_a_failure(state, aws_settings, fake_gguf, 
 
 @pytest.mark.timeout(60)
 def test_update_rollback_failed_fails_at_once(state, aws_settings, fake_gguf, monkeypatch):
-    from semif_lib.aws.clients import AwsSetupError
+    from semif_lib.aws.errors import AwsSetupError
 
     _script_endpoint_update(aws_settings, ["Updating", "UpdateRollbackFailed"], "rollback could not restore capacity")
     redeploy = _deploy_then_change_env(aws_settings, state, fake_gguf, monkeypatch)

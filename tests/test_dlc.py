@@ -60,8 +60,8 @@ def test_an_unknown_variant_or_region_is_refused():
 
 @pytest.mark.parametrize("region", ["us-gov-west-1", "eu-central-3", "us-isob-east-1"])
 def test_a_region_without_the_dlc_is_refused_by_name(region):
-    from semif_lib.aws.clients import AwsSetupError
     from semif_lib.aws.dlc import resolve_dlc_image_uri
+    from semif_lib.aws.errors import AwsSetupError
 
     with pytest.raises(AwsSetupError, match=f"not published in region {region}"):
         resolve_dlc_image_uri(region)
@@ -111,7 +111,8 @@ def test_text_endpoint_and_build_use_the_regions_registry(aws, aws_settings, fak
 @pytest.mark.parametrize("region", ["us-gov-west-1", "eu-central-3"])
 def test_unpublished_region_fails_before_anything_is_created(aws, aws_settings, fake_gguf, region):
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsSetupError, make_client
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.errors import AwsSetupError
 
     settings = _settings(aws_settings, region)
     st = workshop.load_state(settings)

@@ -79,7 +79,8 @@ def test_a_failed_build_prints_the_last_lines_of_its_log(state, aws_settings):
     botocore hook, naming the log group and stream CodeBuild writes (`logs.groupName` / `streamName`)."""
     import time
 
-    from semif_lib.aws.clients import ResourceFailedError, make_client, make_session
+    from semif_lib.aws.clients import make_client, make_session
+    from semif_lib.aws.errors import ResourceFailedError
     from semif_lib.aws.imagebuild import BUILD_LOG_TAIL_LINES
     from semif_lib.workshop import build_adapter_image
 
@@ -151,8 +152,9 @@ def test_an_image_sagemaker_would_refuse_is_named_before_an_endpoint_is_made(sta
     """SageMaker's CreateModel refuses OCI manifests and indexes (what Docker 29's containerd store and BuildKit's
     attestations push): an adapter image stored so is refused here, naming its media type and the fix."""
     from semif_lib.aws import imagebuild
-    from semif_lib.aws.clients import ResourceFailedError, make_client
+    from semif_lib.aws.clients import make_client
     from semif_lib.aws.dlc import pin_dlc_image
+    from semif_lib.aws.errors import ResourceFailedError
 
     _, sha = imagebuild.build_source_zip()
     tag = imagebuild.adapter_image_tag("cpu", sha, pin_dlc_image(aws_settings, state))

@@ -223,7 +223,8 @@ def test_a_big_model_gets_its_volume_and_timeouts(state, aws_settings, fake_gguf
 def test_uncompressed_model_data_skips_the_tarball(aws, aws_settings, fake_gguf):
     """SEMIF_MODEL_DATA=uncompressed: no tarball and no local copy; the GGUF goes up as it is under a prefix, and the model
     reads it through S3ModelDataSource (S3Prefix, CompressionType None) instead of ModelDataUrl."""
-    from semif_lib.aws.clients import AwsSetupError, make_client
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.errors import AwsSetupError
     from semif_lib.aws.scaling import run_batch_transform
     from semif_lib.workshop import deploy_text_model, load_state, package_model
 

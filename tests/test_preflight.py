@@ -263,7 +263,7 @@ def test_studio_default_role_packages_into_the_default_bucket(aws, aws_settings,
     from moto.core import set_initial_no_auth_action_count
 
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsPermissionError
+    from semif_lib.aws.errors import AwsPermissionError
 
     _studio_default_role_credentials(monkeypatch, aws_settings)
     old_name = aws_settings.model_copy(update={"s3_bucket": "semif-workshop-123456789012-us-east-1",
@@ -296,7 +296,7 @@ def test_each_step_stops_only_on_its_own_rows(aws, aws_settings, fake_gguf, monk
     from moto.core import set_initial_no_auth_action_count
 
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsPermissionError
+    from semif_lib.aws.errors import AwsPermissionError
 
     _studio_default_role_credentials(monkeypatch, aws_settings)
 

@@ -68,7 +68,8 @@ def test_the_bucket_goes_with_the_last_run_that_created_it(aws, aws_settings, fa
 
 def test_cleanup_refuses_a_session_in_another_region(aws, aws_settings, fake_gguf, monkeypatch):
     """The run lives in us-east-1; a cleanup from eu-west-1 would find nothing and forget the billing endpoints."""
-    from semif_lib.aws.clients import AwsSetupError, make_client, reset_sessions
+    from semif_lib.aws.clients import make_client, reset_sessions
+    from semif_lib.aws.errors import AwsSetupError
     from semif_lib.settings import Settings
     from semif_lib.workshop import cleanup, deploy_text_model, package_model
 

@@ -150,7 +150,7 @@ def test_aws_target_publishes_records_the_region_and_removes_on_moto(aws, aws_se
 
 
 def test_cleanup_settings_need_a_region_only_for_aws_resources(aws, aws_settings):
-    from semif_lib.aws.clients import AwsSetupError
+    from semif_lib.aws.errors import AwsSetupError
     from semif_lib.targets import load_state, settings_for_cleanup
 
     state = load_state(aws_settings)

@@ -209,7 +209,8 @@ def _variant_settings(aws_settings, variant: str):
 def test_batch_transform_refuses_the_arm64_image(aws, aws_settings, fake_gguf, tmp_path):
     """No Graviton transform instance exists: say so before uploading anything, instead of an x86 job."""
     from semif_lib import workshop
-    from semif_lib.aws.clients import AwsSetupError, make_client
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.errors import AwsSetupError
 
     settings = _variant_settings(aws_settings, "arm64")
     st = workshop.load_state(settings)
@@ -227,7 +228,7 @@ def test_batch_transform_refuses_the_arm64_image(aws, aws_settings, fake_gguf, t
 
 def test_cuda_batch_transform_is_refused_with_its_reason(aws, aws_settings):
     """Issue 22: the batch GPU AMIs' driver 535 is below what the DLC's CUDA 13 needs; refused until a real account shows it works."""
-    from semif_lib.aws.clients import AwsSetupError
+    from semif_lib.aws.errors import AwsSetupError
     from semif_lib.aws.scaling import transform_resources
 
     with pytest.raises(AwsSetupError, match="refused until a real account.*al2-ami-sagemaker-batch-gpu-535 \\(NVIDIA driver 535\\), "

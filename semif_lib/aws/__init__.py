@@ -1,6 +1,7 @@
 """The AWS wing: everything a workshop run creates in an account, and how it is removed.
 
-`clients` (boto3 clients, waits), `dlc` (the llama.cpp DLC's registry and images), `state` (the
+`clients` (boto3 sessions and clients, region, policy files), `errors` (the wing's exceptions, AWS errors in one
+line), `waits` (role propagation, status polls), `dlc` (the llama.cpp DLC's registry and images), `state` (the
 wing's door to the run registry, `semif_lib.registry`, which records the region), `preflight` (the
 caller's permissions, before anything is created), `packaging` (model.tar.gz to S3), `iamroles`,
 `deployment` (endpoints and invocation), `imagebuild` (CodeBuild to ECR), `scaling` (Batch

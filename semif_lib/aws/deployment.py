@@ -37,19 +37,12 @@ from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
 from ..modelpackage import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
-from .clients import (
-    ResourceFailedError,
-    get_region,
-    is_not_found,
-    make_client,
-    make_session,
-    poll_status,
-    retry_while_role_propagates,
-    runtime_client,
-)
+from .clients import get_region, make_client, make_session, runtime_client
 from .dlc import GPU_INFERENCE_AMI, pin_dlc_image
+from .errors import ResourceFailedError, is_not_found
 from .iamroles import resolve_execution_role
 from .state import settings_and_state
+from .waits import poll_status, retry_while_role_propagates
 
 __all__ = [
     "build_chat_request",

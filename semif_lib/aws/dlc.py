@@ -14,7 +14,8 @@ from typing import Callable
 
 from ..registry import WorkshopState
 from ..settings import Settings
-from .clients import DENIED_CODES, AwsSetupError, error_code, get_region, is_not_found, make_client, partition_for
+from .clients import get_region, make_client, partition_for
+from .errors import DENIED_CODES, AwsSetupError, error_code, is_not_found
 
 __all__ = [
     "DLC_ACCOUNTS",

@@ -17,7 +17,7 @@
 
 A new role is not assumable at once (IAM is eventually consistent): the calls that pass it
 (`CreateProject`, `CreateModel`, `CreateTransformJob`) retry for a bounded time instead
-(`clients.retry_while_role_propagates`).
+(`waits.retry_while_role_propagates`).
 """
 
 from __future__ import annotations
@@ -27,20 +27,9 @@ from typing import Any
 
 from ..registry import WorkshopState
 from ..settings import Settings
-from .clients import (
-    DENIED_CODES,
-    AwsPermissionError,
-    compact_json,
-    error_code,
-    get_account_id,
-    get_region,
-    is_not_found,
-    load_policy,
-    make_client,
-    make_session,
-    partition_for,
-)
+from .clients import compact_json, get_account_id, get_region, load_policy, make_client, make_session, partition_for
 from .dlc import dlc_account
+from .errors import DENIED_CODES, AwsPermissionError, error_code, is_not_found
 from .packaging import default_bucket
 
 __all__ = ["ROLE_PATH", "boundary_arn", "boundary_document", "ensure_boundary", "ensure_role", "kms_key_arn", "policy_values",

@@ -17,23 +17,13 @@ from typing import Any, Callable
 from ..paths import repo_root
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
-from .clients import (
-    DENIED_CODES,
-    ResourceFailedError,
-    error_code,
-    get_account_id,
-    get_region,
-    in_region,
-    is_not_found,
-    make_client,
-    retry_while_role_propagates,
-    sleep_with_bar,
-    status_bar,
-)
+from .clients import get_account_id, get_region, in_region, make_client
 from .dlc import dlc_account, dlc_registry, pin_dlc_image, require_dlc_region, resolve_dlc_image_uri
+from .errors import DENIED_CODES, ResourceFailedError, error_code, is_not_found
 from .iamroles import ensure_role
 from .packaging import ensure_bucket, sse_args
 from .state import settings_and_state
+from .waits import retry_while_role_propagates, sleep_with_bar, status_bar
 
 __all__ = [
     "DOCKER_MANIFEST",

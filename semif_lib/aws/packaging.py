@@ -15,7 +15,8 @@ from typing import Any, Callable
 from ..modelpackage import ModelPackage, build_model_tarball, list_tarball
 from ..registry import WorkshopState
 from ..settings import Settings
-from .clients import AwsSetupError, error_code, get_account_id, get_region, is_not_found, make_client
+from .clients import get_account_id, get_region, make_client
+from .errors import AwsSetupError, error_code, is_not_found
 from .state import settings_and_state
 
 __all__ = ["ModelPackage", "UploadResult", "bucket_region", "build_model_tarball", "ensure_bucket", "list_tarball", "upload_model"]

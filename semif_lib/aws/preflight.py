@@ -32,19 +32,9 @@ from typing import Any, Callable
 
 from ..registry import WorkshopState
 from ..settings import Settings
-from .clients import (
-    CREDENTIAL_ERRORS,
-    DENIED_CODES,
-    AwsPermissionError,
-    error_code,
-    get_account_id,
-    get_region,
-    is_not_found,
-    load_policy,
-    make_client,
-    partition_for,
-)
+from .clients import get_account_id, get_region, load_policy, make_client, partition_for
 from .dlc import DLC_IMAGES, dlc_account, require_dlc_region
+from .errors import CREDENTIAL_ERRORS, DENIED_CODES, AwsPermissionError, error_code, is_not_found
 from .iamroles import ROLE_PATH, boundary_arn, role_policy
 from .packaging import bucket_region, default_bucket
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..settings import Settings
-from .clients import CREDENTIAL_ERRORS, DENIED_CODES, error_code, make_client
+from .clients import make_client
+from .errors import CREDENTIAL_ERRORS, DENIED_CODES, error_code
 
 __all__ = ["QuotaNeed", "check_quotas", "quota_needs"]
 

@@ -20,10 +20,12 @@ from ..modelpackage import is_model_data_prefix
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from . import dlc
-from .clients import AwsSetupError, make_client, poll_status, retry_while_role_propagates
+from .clients import make_client
 from .dlc import GPU_TRANSFORM_AMI
+from .errors import AwsSetupError
 from .packaging import ensure_bucket, upload_file
 from .state import settings_and_state
+from .waits import poll_status, retry_while_role_propagates
 
 __all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "transform_resources", "wait_for_transform"]
 

@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from ..registry import KeptResource
 from ..settings import Settings
-from .clients import DENIED_CODES, error_code, is_not_found, make_client
+from .clients import make_client
+from .errors import DENIED_CODES, error_code, is_not_found
 
 __all__ = ["DELETERS", "KeptResource", "delete_resource"]
 

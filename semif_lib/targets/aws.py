@@ -38,7 +38,7 @@ class AwsTarget:
 
     def check_permissions(self, state: WorkshopState, log: Callable[[str], None]) -> Any:
         from ..aws import preflight
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
         from ..aws.quotas import check_quotas, describe_quotas
 
         with aws_errors("check_permissions (01)"):
@@ -51,8 +51,9 @@ class AwsTarget:
 
     def publish_model(self, package: Any, state: WorkshopState, progress: bool) -> dict[str, Any]:
         from ..aws import packaging
-        from ..aws.clients import aws_errors, get_region
+        from ..aws.clients import get_region
         from ..aws.dlc import require_dlc_region
+        from ..aws.errors import aws_errors
 
         with aws_errors("package_model (01)"):
             require_dlc_region(get_region(self.settings))  # before the bucket: no DLC here, no endpoint later
@@ -61,49 +62,49 @@ class AwsTarget:
 
     def deploy_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None, wait: bool) -> str:
         from ..aws import deployment
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("deploy_text_model (02)"):  # the variant's defaults merged with llama_settings (GPU offload stays)
             return deployment.deploy_text_endpoint(settings=self.settings, state=state, llama_settings=llama_settings, wait=wait)
 
     def build_adapter_image(self, state: WorkshopState, wait: bool, log: Callable[[str], None]) -> str:
         from ..aws import imagebuild
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("build_adapter_image (03)"):
             return imagebuild.build_adapter_image(settings=self.settings, state=state, wait=wait, log=log)
 
     def deploy_decision_model(self, state: WorkshopState, wait: bool) -> str:
         from ..aws import deployment
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("deploy_decision_model (04)"):
             return deployment.deploy_decision_endpoint(settings=self.settings, state=state, wait=wait)
 
     def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
         from ..aws import deployment
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("invoke_decision"):
             return deployment.invoke_decision_endpoint(endpoint, body, settings=self.settings, mode=mode)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         from ..aws import deployment
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("chat"):
             return deployment.invoke_chat_endpoint(endpoint, body, settings=self.settings)
 
     def stream_chat(self, endpoint: str, body: bytes) -> Iterator[str]:
         from ..aws import deployment
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("stream_chat"):
             yield from deployment.stream_chat_endpoint(endpoint, body, settings=self.settings)
 
     def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> str:
         from ..aws import scaling
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         with aws_errors("score_jsonlines (04, Batch Transform)"):
             return scaling.run_batch_transform(path, settings=self.settings, state=state, wait=wait)
@@ -111,7 +112,7 @@ class AwsTarget:
     def enable_autoscaling(self, state: WorkshopState, min_instances: int, max_instances: int,
                            invocations_per_instance: float) -> dict[str, Any]:
         from ..aws import scaling
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
 
         endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
         with aws_errors("enable_autoscaling (04)"):
@@ -119,7 +120,7 @@ class AwsTarget:
                                               invocations_per_instance=invocations_per_instance, settings=self.settings, state=state)
 
     def delete_resource(self, entry: dict[str, Any]) -> bool:
-        from ..aws.clients import aws_errors
+        from ..aws.errors import aws_errors
         from ..aws.teardown import delete_resource
 
         with aws_errors(f"cleanup of {entry['kind']} {entry['name']}"):
@@ -139,7 +140,8 @@ def settings_for_cleanup(settings: Settings, state: WorkshopState) -> Settings:
     on_this_machine = LocalTarget.kinds | ContainerTarget.kinds
     if state.region is None or all(e["kind"] in on_this_machine for e in state.resources):
         return settings
-    from ..aws.clients import AwsSetupError, aws_errors, get_region, in_region
+    from ..aws.clients import get_region, in_region
+    from ..aws.errors import AwsSetupError, aws_errors
 
     with aws_errors("cleanup (99)"):
         current = get_region(settings)

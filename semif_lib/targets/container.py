@@ -61,7 +61,8 @@ def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], No
     from ..containers import REPLICA_IMAGE, build_replica_image, image_exists
 
     try:
-        from ..aws.clients import aws_errors, get_region
+        from ..aws.clients import get_region
+        from ..aws.errors import aws_errors
         from ..aws.imagebuild import pull_dlc_image
 
         with aws_errors("pull the llama.cpp DLC image"):
