@@ -188,14 +188,17 @@ def test_every_module_lives_in_a_wing_plumbing_or_the_top_floor():
     assert sorted(m for m in MODULES if m != "semif_lib" and wing_of(m) not in homes) == []
 
 
-def test_importing_any_module_loads_neither_llama_cpp_nor_boto3():
-    """Heavy imports stay inside the functions that need them, in every module (a fresh interpreter)."""
+def test_importing_is_cheap():
+    """`import semif_lib` loads no heavy library, not even numpy or pandas; importing every module loads neither llama_cpp
+    nor the AWS SDKs: heavy imports stay inside the functions that need them (a fresh interpreter; the one import check)."""
     code = ("import importlib, sys\n"
+            "import semif_lib\n"
+            "print(sorted(m for m in ('llama_cpp', 'boto3', 'sagemaker', 'pandas', 'numpy') if m in sys.modules))\n"
             f"for name in {sorted(MODULES)!r}:\n"
             "    importlib.import_module(name)\n"
             "print(sorted(m for m in ('llama_cpp', 'boto3', 'botocore', 'sagemaker', 'huggingface_hub', 'gguf') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip().splitlines() == ["[]", "[]"]
 
 
 HELP_RUN = """
@@ -243,7 +246,7 @@ assert workshop.build_adapter_image(settings=settings, state=state, log=lambda _
 assert workshop.enable_autoscaling(settings=settings, state=state) is None
 server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
 state.record("local_process", "text-server", pid=server.pid)
-assert notebook.stop_local_servers(settings, state) == [f"text-server (pid {server.pid})"]
+assert notebook.stop_local_servers(settings, state) == [f"text-server (pid {{server.pid}})"]
 state.record("local_process", "decision-server", pid=2 ** 22 + 7)  # not running
 report = workshop.cleanup(settings=settings, state=state)
 assert report.already_gone == ["local_process decision-server"] and not report.failed, report
@@ -251,15 +254,28 @@ from semif_lib.modelfile import find_embedded_model  # packaging inspects the GG
 info = workshop.package_model(find_embedded_model(), settings=settings, state=state, progress=False)
 assert info["model_data_url"].startswith("file://") and not info["uploaded"]
 assert workshop.select_target(settings).text_env(None)["SM_LLAMA_CPP_CTX_SIZE"] == "4096"
-print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws") or m.split(".")[0] in ("boto3", "botocore", "sagemaker")))
+sys.path.insert(0, {tests!r})
+from support.stub_adapter import running_stub_adapter
+
+with running_stub_adapter(streams=False) as adapter:  # a server that does not stream: a JSON body to a stream request
+    state.set("decision_endpoint", adapter.url)
+    state.set("text_endpoint", state.get("decision_endpoint"))
+    assert workshop.invoke_decision({{"state": "x", "questions": {{}}}}, settings=settings, state=state) == {{"answers": {{}}}}
+    assert workshop.chat("hi", settings=settings, state=state) == {{"answers": {{}}}}
+    assert list(workshop.stream_chat("hi", settings=settings, state=state)) == []  # a JSON body, no `data:` line: no delta
+print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws")
+             or m.split(".")[0] in ("boto3", "botocore", "sagemaker", "s3transfer")))
 """
 
 
 def test_target_local_loads_neither_the_aws_wing_nor_boto3():
-    """A target=local run's state, display, no-op steps, stopping servers, cleanup, packaging and the text
-    server's settings load not one module of the AWS wing, nor boto3 (the invoke and chat steps too:
-    `tests/test_targets.py` answers them with a stand-in adapter and holds them to the same)."""
-    out = subprocess.run([sys.executable, "-c", LOCAL_RUN], capture_output=True, text=True, timeout=120)
+    """A target=local run's state, display, no-op steps, stopping servers, cleanup, packaging, the text server's
+    settings, and the invoke and chat steps (answered by the stand-in adapter) load not one module of the AWS wing,
+    nor boto3: the one subprocess check of what a local run loads."""
+    from support.paths import ROOT
+
+    code = LOCAL_RUN.format(tests=str(ROOT / "tests"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
