@@ -22,22 +22,22 @@ from hypothesis import strategies as st
 from semif_lib.errors import read_error
 
 from support.answers import MAX_ABS_DIFF, assert_error
+from support.fixtures_model import KEYED_API_KEY
 from support.paths import DATA
-from support.servers import ADAPTER_COMMAND, ServerProcess, free_port, running_server, server_env
+from support.servers import ServerProcess
 
 pytestmark = [pytest.mark.model, pytest.mark.server]  # every test here talks to the module's `semif serve` on the real model
 
-API_KEY = "test-key"
+API_KEY = KEYED_API_KEY
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 MAX_PING_S = 2.0  # SageMaker's limit for /ping
 
 
 # ----------------------------------------------------------------- the server
 @pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    port = free_port()
-    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_API_KEY=API_KEY), port) as srv:
-        yield srv
+def server(keyed_server) -> ServerProcess:
+    """The session's keyed `semif serve` (support.fixtures_model.keyed_server)."""
+    return keyed_server
 
 
 @pytest.fixture(scope="module")

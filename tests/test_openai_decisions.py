@@ -7,15 +7,14 @@ the prefix cache reports its hits in `usage.input_tokens_details.cached_tokens`.
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import pytest
 
+from support.fixtures_model import KEYED_API_KEY
 from support.servers import ADAPTER_COMMAND, ServerProcess, free_port, running_server, server_env
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 
-API_KEY = "openai-key"
+API_KEY = KEYED_API_KEY
 QUESTIONS = [
     {"type": "predicate", "instructions": "Is the customer asking for money back?", "name": "refund"},
     {"type": "choice", "instructions": "Did the lookup find the order?", "choices": [{"value": True, "description": "found"},
@@ -35,10 +34,9 @@ CONVERSATION = [
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    port = free_port()
-    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_API_KEY=API_KEY), port) as srv:
-        yield srv
+def server(keyed_server) -> ServerProcess:
+    """The session's keyed `semif serve` (support.fixtures_model.keyed_server)."""
+    return keyed_server
 
 
 @pytest.fixture(scope="module")

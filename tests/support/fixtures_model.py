@@ -60,3 +60,18 @@ def qwen_engine(settings, qwen_model_path):
 def family_engine(request):
     """The session engine of each model family in turn (both stay loaded: 0.1 + 0.5 GB of weights)."""
     return request.getfixturevalue("engine" if request.param == "smollm2" else "qwen_engine")
+
+
+KEYED_API_KEY = "test-key"  # the key the session's keyed `semif serve` wants (`keyed_server`)
+
+
+@pytest.fixture(scope="session")
+def keyed_server():
+    """One `semif serve` with `SEMIF_API_KEY` set, on the embedded model, for every module that talks to a keyed adapter
+    (the HTTP wire, the SDKs): started once, stopped at the end of the session."""
+    from support.servers import ADAPTER_COMMAND, free_port, running_server, server_env
+
+    port = free_port()
+    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_API_KEY=KEYED_API_KEY), port) as srv:
+        yield srv
+

@@ -29,6 +29,7 @@ NOT_FAST = {"model", "container", "browser"}
 # The shared fixtures (tests/support/fixtures_*.py) and what a test that uses one needs.
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "engine": ("model",),                # the session's DecisionEngine on the embedded GGUF
+    "keyed_server": ("model", "server"),  # the session's `semif serve` with SEMIF_API_KEY set
     "family_engine": ("model",),         # engine, then qwen_engine (the second model family)
     "qwen_engine": ("model",),           # the session's DecisionEngine on the Qwen2.5 0.5B GGUF
     "qwen_model_path": ("model",),       # that GGUF, assembled from its PyPI chunk packages
