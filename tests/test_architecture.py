@@ -375,3 +375,32 @@ def _is_docstring(tree: ast.AST, node: ast.Constant) -> bool:
                 return True
     return False
 
+
+
+def _map_block() -> str:
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = text.index("```\nsemif_lib/")
+    return text[start:text.index("```", start + 4)]
+
+
+@pytest.mark.parametrize("name", sorted(m for m, p in MODULES.items() if p.name != "__init__.py"))
+def test_every_module_is_on_the_map_and_in_its_packages_docstring(name):
+    """The maps are checks: a module added without a line in docs/architecture.md's tree, or without its name in its
+    package's docstring (in backticks), fails here."""
+    import re
+
+    stem = MODULES[name].stem
+    assert re.search(rf"(?<![\w.]){re.escape(stem)}(\.py|/|\b)", _map_block()), f"{name}: not in docs/architecture.md's tree"
+    package_doc = ast.get_docstring(ast.parse((MODULES[name].parent / "__init__.py").read_text(encoding="utf-8"))) or ""
+    assert f"`{stem}`" in package_doc, f"{name}: not named in {MODULES[name].parent.name}/__init__.py's docstring"
+
+
+def test_the_package_docstring_quotes_the_one_plumbing_list():
+    """`semif_lib/__init__.py` names exactly PLUMBING as the plumbing and TOP_FLOOR as the top floor: one list, quoted."""
+    import re
+
+    doc = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))) or ""
+    plumbing = doc[doc.index("on plumbing they all share ("):doc.index("under a top floor")]
+    top = doc[doc.index("under a top floor"):doc.index(")", doc.index("under a top floor") + 60)]
+    assert sorted(re.findall(r"`(\w+)`", plumbing)) == sorted(PLUMBING)
+    assert sorted(re.findall(r"`(\w+)`", top)) == sorted(TOP_FLOOR)

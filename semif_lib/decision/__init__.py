@@ -5,7 +5,9 @@ tokenization, slot checks), `engine` (the scheduler: score, score_batch), `backe
 llama.cpp model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV
 invariant), `prefix_cache` (the index it keeps), `planner` (rounds and waves), `modes` (fresh,
 serial, parallel, oneshot), `tokentree` (branch tokens shared once), `readout` (logits to
-answers), `calibrator` (applying a fitted file).
+answers), `calibrator` (applying a fitted file), `conformal` (prediction sets and abstention, fitted and served
+alike), `conditioning` (`x_after`: questions conditioned on earlier answers) and `openai_schema` (the OpenAI
+Decisions wire: its parser and answer builder).
 
 Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `modelfile`),
 never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`

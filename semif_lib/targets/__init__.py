@@ -15,6 +15,9 @@ Each step, per target (`LocalTarget`: processes; `ContainerTarget`: images, as S
 `select_target(settings)` is the target a step runs on; `owner_of(kind, settings)` the one that
 removes a recorded resource (the target that created it, whatever the target is now). Selecting a
 target imports nothing heavy: the AWS wing and boto3 load inside `AwsTarget`'s methods.
+
+Modules: `base` (the `Target` protocol), `machine` (what the two targets on this machine share), `local`,
+`container` and `aws` (one target each).
 """
 
 from __future__ import annotations
