@@ -141,14 +141,21 @@ def test_buildspec_logs_in_builds_checks_and_pushes():
     assert 'docker login --username AWS --password-stdin "$DLC_REGISTRY"' in pre  # the DLC registry (763104351884 ...)
     assert 'docker login --username AWS --password-stdin "${IMAGE_REPO_URI%%/*}"' in pre  # our ECR
     assert pre.count("aws ecr get-login-password") == 2
-    words = ("docker build", "docker run", "docker tag", "docker push")
-    steps = [next(i for i, c in enumerate(build) if c.startswith(word)) for word in words]
-    assert steps == sorted(steps), "build, check the binding, tag, then push"
-    assert '--build-arg BASE_IMAGE="$BASE_IMAGE"' in build[steps[0]] and "-f container/Dockerfile" in build[steps[0]]
+    words = ("docker buildx build", "docker run", "docker tag", "docker push", "imageManifestMediaType")
+    steps = [next(i for i, c in enumerate(build) if word in c) for word in words]
+    assert steps == sorted(steps), "build, check the binding, tag, push, then check what ECR holds"
+    builds = [line.strip() for line in build[steps[0]].splitlines() if line.strip().startswith(("docker build ", "docker buildx build "))]
+    assert len(builds) == 2, "buildx where it knows --provenance, else the classic builder"
+    assert "--provenance=false --sbom=false --output type=docker" in builds[0]
+    whole = build[steps[0]]
+    assert whole.count('--build-arg BASE_IMAGE="$BASE_IMAGE"') == 2 and whole.count("-f container/Dockerfile") == 2
     assert build[steps[1]].endswith(" check")
-    # every variable the buildspec reads is set by the CodeBuild project (or by CodeBuild itself)
+    assert '"$MEDIA_TYPE" != "$DOCKER_MANIFEST"' in build[steps[4]] and "exit 1" in build[steps[4]]
+    assert spec["env"]["variables"]["DOCKER_MANIFEST"] == "application/vnd.docker.distribution.manifest.v2+json"
+    # every variable the buildspec reads is set by the CodeBuild project, by CodeBuild itself, or by the buildspec
     used = set(re.findall(r"\$\{?([A-Z_]+)", json.dumps(spec["phases"])))
-    assert used <= {"AWS_DEFAULT_REGION", "CODEBUILD_BUILD_SUCCEEDING", "DLC_REGISTRY", "IMAGE_REPO_URI", "IMAGE_TAG", "BASE_IMAGE"}
+    assert used <= {"AWS_DEFAULT_REGION", "CODEBUILD_BUILD_SUCCEEDING", "DLC_REGISTRY", "IMAGE_REPO_URI", "IMAGE_TAG", "BASE_IMAGE",
+                    "DOCKER_MANIFEST", "MEDIA_TYPE"}
     import semif_lib.aws.imagebuild as ib
 
     source = (ROOT / "semif_lib" / "aws" / "imagebuild.py").read_text()

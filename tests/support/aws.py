@@ -41,8 +41,12 @@ def publish_dlc_images(ecr: Any, account: str = DLC_ACCOUNT) -> dict[str, str]:
         manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
                                "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": config},
                                "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 1, "digest": config}]})
-        digests[variant] = ecr.put_image(registryId=account, repositoryName=repository, imageManifest=manifest,
-                                         imageTag=tag)["image"]["imageId"]["imageDigest"]
+        try:
+            digests[variant] = ecr.put_image(registryId=account, repositoryName=repository, imageManifest=manifest,
+                                             imageTag=tag)["image"]["imageId"]["imageDigest"]
+        except ecr.exceptions.ImageAlreadyExistsException:  # published before in this moto backend (it outlives a server)
+            digests[variant] = ecr.batch_get_image(registryId=account, repositoryName=repository,
+                                                   imageIds=[{"imageTag": tag}])["images"][0]["imageId"]["imageDigest"]
     return digests
 
 
@@ -66,7 +70,7 @@ def make_fake_gguf(path: Path, size: int = 64 << 10, shards: int = 1, arch: str 
     built = _vocab_only_gguf(size, shards, arch, chat_template)
     path.parent.mkdir(parents=True, exist_ok=True)
     targets = [path] if shards == 1 else [path.with_name(f"{path.stem}-{i:05d}-of-{shards:05d}.gguf") for i in range(1, shards + 1)]
-    for source, target in zip(built, targets):
+    for source, target in zip(built, targets, strict=True):
         shutil.copyfile(source, target)
     return targets[0]
 
