@@ -1,4 +1,4 @@
-"""Every `SEMIF_*` environment variable the project reads, in one place.
+"""Every `SEMIF_*` environment variable the project reads, in one place, one class per concern.
 
 The settings object is a read-only snapshot: code receives a `Settings` and never
 reads `os.environ` itself, so tests can build one explicitly.
@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .contract import KILL_AFTER_S, MAX_PAYLOAD_BYTES, MODEL_DIR, PORT
 
 ENV_PREFIX = "SEMIF_"
+SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
 # After the drain window (`drain_s`) uvicorn waits this much longer, then the worker's last decode
 # gets what is left; both end a second before SageMaker's SIGKILL (`serving.runner.Drain`).
 DRAIN_TAIL_S = 2.0
@@ -44,16 +45,14 @@ def detect_cpu_count() -> int:
     return max(1, count)
 
 
-class Settings(BaseSettings):
-    """Runtime configuration. Each field `foo` is read from `SEMIF_FOO`."""
+class EngineSettings(BaseSettings):
+    """The engine: which GGUF, the llama.cpp context, the prefix cache, the default mode, the work one request may ask for
+    (over a limit: 413 naming it), and the calibration applied to answers."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+    model_config = SETTINGS_CONFIG
 
-    # --- model discovery (same order as AWS's llama.cpp DLC) ---
     model_path: Path | None = Field(None, description="Explicit GGUF file; wins over everything else.")
     model_dir: Path = Field(Path(MODEL_DIR), description="Searched two levels deep for the first *.gguf.")
-
-    # --- llama.cpp context ---
     n_ctx: int = Field(8192, ge=512, le=131072, description="KV cells shared by the prefix cache and all branches.")
     n_batch: int = Field(2048, ge=64, le=16384, description="Largest batch handed to one llama_decode.")
     n_ubatch: int = Field(512, ge=32, le=4096, description="Physical micro-batch; above 512 was slower on CPU.")
@@ -75,22 +74,18 @@ class Settings(BaseSettings):
         4, ge=2, le=8, description="Cyclic orders a rotated choice question scores when it does not set x_rotations "
                                    "(at most one per option).")
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
-
-    # --- work one request may ask for (over a limit: 413 naming the limit and the value) ---
     max_questions: int = Field(128, ge=1, le=256, description="Questions in one request (the 37x21 workload asks 21).")
     max_options: int = Field(255, ge=2, le=255, description="Options of one choice question.")
     max_branch_tokens: int = Field(
         16384, ge=64, description="Tokens decoded after the prefix for one request (sequence readouts add one branch per option).")
+    calibration: Path | None = Field(None, description="Calibration file applied to every answer.")
 
-    # --- fault injection, for tests only: decodes that fail as if llama_decode had failed ---
-    fault_decodes: list[int] = Field(
-        default_factory=list, description="1-based numbers of the llama_decode calls that fail (JSON list, e.g. [3, 7]).")
-    fault_rate: float = Field(0.0, ge=0.0, le=1.0, description="Probability that any llama_decode call fails (seeded by fault_seed).")
-    fault_seed: int = Field(0, description="Seed of the random decode faults.")
-    check_invariants: bool = Field(
-        False, description="Check the KV bookkeeping after every request (a broken one answers 500); tests turn it on.")
 
-    # --- adapter server ---
+class ServerSettings(BaseSettings):
+    """The adapter server (`semif serve`): where it listens, who may call it, its queue, body limit, drain and deadline."""
+
+    model_config = SETTINGS_CONFIG
+
     host: str = Field("127.0.0.1", description="Bind address; the container sets 0.0.0.0.")
     port: int = Field(PORT, ge=1, le=65535, description="SageMaker's contract port.")
     api_key: str | None = Field(None, description="Bearer token checked when set (local use only).")
@@ -106,14 +101,25 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(
         55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
 
-    # --- calibration and workshop ---
-    calibration: Path | None = Field(None, description="Calibration file applied to every answer.")
+
+class WorkshopSettings(BaseSettings):
+    """The workshop: which target the notebooks run on, their state file, results, and the local servers' URLs."""
+
+    model_config = SETTINGS_CONFIG
+
     target: Literal["local", "container", "aws"] = Field(
         "local", description="Workshop target: local processes, the two images run locally as SageMaker runs them, or AWS.")
     state_file: Path = Field(Path(".semif/workshop_state.json"), description="Resources created by the notebooks.")
     results_dir: Path = Field(Path("results"), description="Where benchmarks and evaluations write JSON.")
+    local_decision_url: str = Field(f"http://127.0.0.1:{PORT}", description="Local decision adapter (`semif serve`) for target=local.")
+    local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")
 
-    # --- AWS workshop (semif_lib.workshop, packaging, deployment, imagebuild, scaling) ---
+
+class AwsSettings(BaseSettings):
+    """The AWS target (`semif_lib.aws`): names, region, roles, images, instances and the hosting of big models."""
+
+    model_config = SETTINGS_CONFIG
+
     run_id: str | None = Field(
         None, pattern=r"^[a-z0-9]{4,12}$", description="Suffix on every resource name; default: a random one kept in the state file.")
     aws_region: str | None = Field(
@@ -159,9 +165,15 @@ class Settings(BaseSettings):
                                "an S3 prefix (S3ModelDataSource, CompressionType None): no tarball, no second local copy, no "
                                "Batch Transform (target=aws only).")
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")
-    local_decision_url: str = Field(f"http://127.0.0.1:{PORT}", description="Local decision adapter (`semif serve`) for target=local.")
-    local_text_url: str = Field("http://127.0.0.1:8081", description="Local text twin (`semif serve-text`) for target=local.")
-    # --- containers (semif_lib.containers: the `container` target, container tests, `semif bench peer`) ---
+    gpu_transform_instance_type: str = Field(
+        "ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
+
+
+class ContainerSettings(BaseSettings):
+    """The images on this machine (`semif_lib.containers`: the `container` target, container tests, `semif bench peer`)."""
+
+    model_config = SETTINGS_CONFIG
+
     container_runtime: str | None = Field(
         None, description="docker or podman CLI to use (`none`: no containers); default: podman, else docker.")
     base_image: str | None = Field(
@@ -169,8 +181,25 @@ class Settings(BaseSettings):
                           "debian:bookworm-slim.")
     llama_server: Path | None = Field(
         None, description="llama-server binary for the native text server; default: container/build_libllama.sh's build, else PATH.")
-    gpu_transform_instance_type: str = Field(
-        "ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")
+
+
+class FaultSettings(BaseSettings):
+    """For tests only: decodes that fail as if llama_decode had failed, and the KV store's invariant check after each step."""
+
+    model_config = SETTINGS_CONFIG
+
+    fault_decodes: list[int] = Field(
+        default_factory=list, description="1-based numbers of the llama_decode calls that fail (JSON list, e.g. [3, 7]).")
+    fault_rate: float = Field(0.0, ge=0.0, le=1.0, description="Probability that any llama_decode call fails (seeded by fault_seed).")
+    fault_seed: int = Field(0, description="Seed of the random decode faults.")
+    check_invariants: bool = Field(
+        False, description="Check the KV bookkeeping after every request (a broken one answers 500); tests turn it on.")
+
+
+class Settings(EngineSettings, ServerSettings, WorkshopSettings, AwsSettings, ContainerSettings, FaultSettings):
+    """Runtime configuration, composed from one class per concern. Each field `foo` is read from `SEMIF_FOO`."""
+
+    model_config = SETTINGS_CONFIG
 
 
 # A notebook kernel does not see a terminal's `export` (kernels inherit the Jupyter server's environment),

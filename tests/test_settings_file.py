@@ -61,3 +61,17 @@ def test_a_kernel_started_without_the_variable_reads_the_file(monkeypatch, tmp_p
             "print(json.dumps([load_settings().target, setting_source('target')]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     assert json.loads(out) == ["aws", f"SEMIF_TARGET in {path}"]
+
+
+def test_settings_are_composed_by_concern_with_the_same_names():
+    """One class per concern (engine, server, workshop, AWS, containers, test-only faults), composed into `Settings`:
+    every field lives in exactly one of them, and each is still read from `SEMIF_<NAME>`."""
+    from semif_lib import settings
+
+    concerns = (settings.EngineSettings, settings.ServerSettings, settings.WorkshopSettings, settings.AwsSettings,
+                settings.ContainerSettings, settings.FaultSettings)
+    owned = [name for concern in concerns for name in concern.model_fields]
+    assert len(owned) == len(set(owned)) and set(owned) == set(settings.Settings.model_fields)
+    assert set(settings.FaultSettings.model_fields) == {"fault_decodes", "fault_rate", "fault_seed", "check_invariants"}
+    assert settings.AwsSettings(_env_file=None, aws_region="eu-west-1").aws_region == "eu-west-1"  # a concern stands alone too
+    assert settings.env_names()["role_arn"] == "SEMIF_ROLE_ARN" and settings.env_names()["n_ctx"] == "SEMIF_N_CTX"
