@@ -271,7 +271,10 @@ def moto_env(tmp_path):
                      SEMIF_INSTANCE_TYPE="ml.m5.large", SEMIF_TRANSFORM_INSTANCE_TYPE="ml.m5.large",
                      SEMIF_GPU_INSTANCE_TYPE="ml.g4dn.xlarge")
     import boto3
+    import httpx
 
+    # moto keeps its accounts in this process, past a server's stop: reset, so each walk's account starts empty
+    httpx.post(f"{url}/moto-api/reset", timeout=30).raise_for_status()
     publish_dlc_images(boto3.client("ecr", region_name=REGION, endpoint_url=url, aws_access_key_id="testing",
                                     aws_secret_access_key="testing", aws_session_token="testing"))
     try:
