@@ -313,6 +313,15 @@ def _decision_result(questions: dict[str, dict], mode: str, prefix_tokens: int =
                          "prefill_s": 0.5 if mode == "forked" else 0.0, "branches_s": total_s, "total_s": total_s}}
 
 
+def _queue_walk_results(env: dict[str, str], name: str) -> int:
+    """What the endpoints answer notebook `name` of a walk (moto queues results per endpoint); for 05, the fresh calls it makes."""
+    if name.startswith("02"):
+        _queue_endpoint_result(env, CHAT_RESULT)
+    if name.startswith("04"):
+        _queue_endpoint_result(env, DECISION_RESULT)
+    return _queue_notebook_05(env) if name.startswith("05") else 0
+
+
 def _queue_notebook_05(env: dict[str, str]) -> int:
     """Notebook 05's answers on the endpoint, in the order it asks: the fresh reference one question per call (each
     inside SageMaker's 60 s), then forked and cached. Returns how many fresh calls it should make."""
@@ -419,14 +428,9 @@ def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
     env, identity_file = _as_identity(moto_env, monkeypatch, tmp_path, studio=False)
     setup = _kernel_setup(identity_file)
     boundary = "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"
-    texts, created = {}, []
+    texts, created, fresh_calls = {}, [], 0
     for name in WALK:
-        if name.startswith("02"):
-            _queue_endpoint_result(env, CHAT_RESULT)
-        if name.startswith("04"):
-            _queue_endpoint_result(env, DECISION_RESULT)
-        if name.startswith("05"):
-            fresh_calls = _queue_notebook_05(env)
+        fresh_calls = _queue_walk_results(env, name) or fresh_calls
         if name.startswith("99"):
             created = _leftovers(env)
             for purpose in ("sagemaker", "codebuild"):
@@ -493,14 +497,9 @@ def test_the_walk_in_the_event_teams_account(moto_env, monkeypatch, tmp_path):
 
     env, identity_file, outputs = _as_the_event_teams_attendee(moto_env, monkeypatch, tmp_path)
     setup = _kernel_setup(identity_file)
-    texts = {}
+    texts, fresh_calls = {}, 0
     for name in WALK:
-        if name.startswith("02"):
-            _queue_endpoint_result(env, CHAT_RESULT)
-        if name.startswith("04"):
-            _queue_endpoint_result(env, DECISION_RESULT)
-        if name.startswith("05"):
-            fresh_calls = _queue_notebook_05(env)
+        fresh_calls = _queue_walk_results(env, name) or fresh_calls
         if name.startswith("99"):
             sm = _admin_client(env, "sagemaker")
             for endpoint in (f"semif-text-{RUN_ID}", f"semif-decision-{RUN_ID}"):
