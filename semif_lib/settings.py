@@ -151,7 +151,7 @@ class AwsSettings(BaseSettings):
     gpu_instance_type: str = Field("ml.g6.xlarge", description="Real-time endpoint instance for the cuda variant.")
     arm_instance_type: str = Field("ml.c7g.xlarge", description="Real-time endpoint instance for the arm64 variant (Graviton).")
     transform_instance_type: str = Field("ml.c6i.xlarge", description="Batch Transform instance.")
-    # Big models (issue 23): unset, each is derived from the GGUF's size by modelpackage.plan_hosting; the bounds are
+    # Big models (issue 23): unset, each is derived from the GGUF's size by model.package.plan_hosting; the bounds are
     # SageMaker's (botocore's ProductionVariant shapes; tests/test_packaging.py reads them from the service model).
     startup_timeout_s: int | None = Field(
         None, ge=60, le=3600, description="ContainerStartupHealthCheckTimeoutInSeconds; unset: 600 s plus the GGUF's read time.")

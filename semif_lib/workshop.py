@@ -1,7 +1,7 @@
 """The notebooks' facade: one call per workshop step, and one cleanup.
 
 This is the top floor: no wing imports it. Each step does what every target shares (building
-`model.tar.gz` with `modelpackage`, encoding the request bytes once with `invocation.encode_payload`,
+`model.tar.gz` with `model.package`, encoding the request bytes once with `invocation.encode_payload`,
 passing names between notebooks through the state file, no `%store`) and asks the target `Settings.target` names
 for the rest (`targets.select_target`; the table of what each target does is in `semif_lib.targets`).
 What a run created is recorded in the state file (`registry.WorkshopState`, re-exported here with
@@ -9,7 +9,7 @@ What a run created is recorded in the state file (`registry.WorkshopState`, re-e
 created it, and reports what it removed.
 
 Importing this module loads neither the AWS wing nor boto3, and neither do the steps with `target=local`:
-the tarball, the request bytes and the chat stream are plumbing (`modelpackage`, `invocation`). The wing
+the tarball, the request bytes and the chat stream are plumbing (`model.package`, `invocation`). The wing
 opens inside `AwsTarget`'s methods (and `ContainerTarget`'s pull of the real DLC image).
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .invocation import build_chat_request, encode_payload
-from .modelpackage import build_model_package
+from .model.package import build_model_package
 from .registry import KeptResource, WorkshopState, resource_name
 from .settings import Settings
 from .targets import (
@@ -76,7 +76,7 @@ def package_model(gguf: Path | str | None = None, settings: Settings | None = No
     "model_data_url", "uploaded"}`.
     """
     settings, state = settings_and_state(settings, state)
-    from .modelinspect import check_for_packaging
+    from .model.inspect import check_for_packaging
 
     package = build_model_package(gguf, out_dir=Path(settings.state_file).parent / "packages", settings=settings,
                                   inspect=lambda path, identity: check_for_packaging(path, identity, settings))

@@ -1,6 +1,6 @@
 """What a notebook cell shows when something outside the AWS wing is wrong: one line that says what to do.
 
-A missing GGUF (`modelfile`) and a local server that cannot start (`workshop.start_local_server`: the
+A missing GGUF (`model.locate`) and a local server that cannot start (`workshop.start_local_server`: the
 port is taken, or the server stops before answering) raise the library's own `SemifError`, with no
 chained traceback from deep inside the library (`raise ... from None`).
 """
@@ -23,19 +23,19 @@ def assert_one_line(exc: BaseException, limit: int = 400) -> str:
 
 
 def test_missing_gguf_says_what_to_set(tmp_path):
-    from semif_lib import modelfile
+    from semif_lib.model import locate
 
     with pytest.raises(ModelNotFoundError) as info:
-        modelfile.find_model_path(tmp_path / "missing.gguf")
+        locate.find_model_path(tmp_path / "missing.gguf")
     message = assert_one_line(info.value)
     assert "missing.gguf does not exist" in message and "SEMIF_MODEL_PATH" in message and "MODEL" in message
 
 
 def test_a_folder_given_as_the_model_file_points_to_model_dir(tmp_path):
-    from semif_lib import modelfile
+    from semif_lib.model import locate
 
     with pytest.raises(ModelNotFoundError) as info:
-        modelfile.find_model_path(tmp_path)
+        locate.find_model_path(tmp_path)
     message = assert_one_line(info.value)
     assert "is a folder" in message and f"SEMIF_MODEL_DIR={tmp_path}" in message
 
@@ -88,7 +88,7 @@ def test_a_notebook_cell_shows_a_semif_error_as_its_message(tmp_path):
     pytest.importorskip("ipykernel")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("from semif_lib import notebook\nsettings = notebook.load_notebook_settings('local')"),
-                nbformat.v4.new_code_cell("from semif_lib.modelfile import find_model_path\n"
+                nbformat.v4.new_code_cell("from semif_lib.model.locate import find_model_path\n"
                                           f"find_model_path({str(tmp_path / 'nowhere.gguf')!r})"),
                 nbformat.v4.new_code_cell("print('not reached')")]
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=False,

@@ -149,7 +149,7 @@ def test_the_decision_path_prompt_is_what_the_engine_renders(engine, example_req
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     from semif_lib.containers import find_llama_server, start_native_text_server
-    from semif_lib.modelfile import find_model_path
+    from semif_lib.model.locate import find_model_path
     from semif_lib.processes import stop_process
 
     if find_llama_server() is None:

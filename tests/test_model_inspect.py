@@ -10,8 +10,8 @@ import pytest
 
 from semif_lib.cli import main
 from semif_lib.errors import ModelLoadError
-from semif_lib.modelfile import find_embedded_model
-from semif_lib.modelinspect import inspect_model, refuse_unworkable
+from semif_lib.model.inspect import inspect_model, refuse_unworkable
+from semif_lib.model.locate import find_embedded_model
 from semif_lib.settings import Settings
 
 from support.models import copy_with_metadata

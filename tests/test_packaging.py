@@ -11,7 +11,7 @@ from support.aws import make_fake_gguf
 
 def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
     from semif_lib.aws.packaging import build_model_tarball, list_tarball
-    from semif_lib.modelfile import find_gguf_in_dir, hash_file
+    from semif_lib.model.locate import find_gguf_in_dir, hash_file
     from semif_lib.workshop import extract_model_package
 
     package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
@@ -133,8 +133,8 @@ def test_a_model_that_cannot_work_is_refused_before_anything_is_uploaded(state, 
 def test_a_split_gguf_is_packaged_whole(tmp_path):
     """Every shard at the tarball's root, the first sorting first (what the DLC serves); one missing is refused by name."""
     from semif_lib.errors import ModelNotFoundError
-    from semif_lib.modelfile import find_gguf_in_dir, hash_file
-    from semif_lib.modelpackage import build_model_tarball, extract_model_package, list_tarball, model_identity
+    from semif_lib.model.locate import find_gguf_in_dir, hash_file
+    from semif_lib.model.package import build_model_tarball, extract_model_package, list_tarball, model_identity
 
     first = make_fake_gguf(tmp_path / "models" / "split.gguf", shards=2)  # llama.cpp's loader opens both
     second = first.with_name("split-00002-of-00002.gguf")
@@ -152,18 +152,18 @@ def test_a_split_gguf_is_packaged_whole(tmp_path):
 def test_packaging_checks_free_disk_first_and_names_the_size(tmp_path, fake_gguf, monkeypatch):
     import shutil
 
-    from semif_lib import modelpackage
     from semif_lib.errors import InsufficientStorageError
+    from semif_lib.model import package as model_package
 
     real = shutil.disk_usage
-    monkeypatch.setattr(modelpackage.shutil, "disk_usage", lambda path: real(path)._replace(free=1000))  # a nearly full disk
+    monkeypatch.setattr(model_package.shutil, "disk_usage", lambda path: real(path)._replace(free=1000))  # a nearly full disk
     with pytest.raises(InsufficientStorageError) as info:
-        modelpackage.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
-    need = fake_gguf.stat().st_size + modelpackage.TAR_OVERHEAD
+        model_package.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    need = fake_gguf.stat().st_size + model_package.TAR_OVERHEAD
     assert f"needs {need / 1e9:.2f} GB free in {tmp_path}, 0.00 GB are" in info.value.message
     assert "SEMIF_MODEL_DATA=uncompressed" in info.value.message and info.value.status_code == 507
     assert not (tmp_path / "pkg").exists()
-    package = modelpackage.build_model_package(fake_gguf, out_dir=tmp_path / "pkg", uncompressed=True)  # no copy: no room needed
+    package = model_package.build_model_package(fake_gguf, out_dir=tmp_path / "pkg", uncompressed=True)  # no copy: no room needed
     assert package.tarball is None and package.files == (fake_gguf,) and package.record()["model_data_url"].endswith("/")
 
 
@@ -171,7 +171,7 @@ def test_sagemaker_ranges_are_botocores():
     """The settings' bounds are SageMaker's, read from botocore's service model (ProductionVariant)."""
     import botocore.session
 
-    from semif_lib.modelpackage import settings_bounds
+    from semif_lib.model.package import settings_bounds
 
     members = botocore.session.get_session().get_service_model("sagemaker").shape_for("ProductionVariant").members
     for setting, member in {"volume_size_gb": "VolumeSizeInGB", "model_download_timeout_s": "ModelDataDownloadTimeoutInSeconds",
@@ -181,7 +181,7 @@ def test_sagemaker_ranges_are_botocores():
 
 def test_hosting_plan_grows_with_the_model():
     from semif_lib.aws.deployment import accepts_volume_size
-    from semif_lib.modelpackage import GIB, plan_hosting
+    from semif_lib.model.package import GIB, plan_hosting
     from semif_lib.settings import Settings
 
     s = Settings()

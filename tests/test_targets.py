@@ -78,7 +78,7 @@ def test_the_targets_on_this_machine_answer_over_http(name, tmp_path, stub):
 
 
 def test_a_machine_target_unpacks_the_model_package_once(tmp_path):
-    from semif_lib.modelpackage import build_model_tarball
+    from semif_lib.model.package import build_model_tarball
     from semif_lib.registry import WorkshopState
     from semif_lib.targets import LocalTarget
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from semif_lib.errors import InvalidRequestError
-from semif_lib.modelfile import find_embedded_model
+from semif_lib.model.locate import find_embedded_model
 from semif_lib.settings import Settings
 
 from support.models import copy_with_metadata

@@ -17,7 +17,7 @@ def shared_semif_dir(tmp_path_factory):
 
 @pytest.fixture
 def local_settings(shared_semif_dir, request, monkeypatch):
-    from semif_lib.modelfile import find_embedded_model
+    from semif_lib.model.locate import find_embedded_model
     from semif_lib.settings import Settings
 
     if find_embedded_model() is None:

@@ -34,7 +34,7 @@ from ..invocation import (
     text_settings,
 )
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
-from ..modelpackage import HostingPlan, is_model_data_prefix, plan_hosting
+from ..model.package import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import get_region, make_client, make_session, runtime_client
@@ -146,7 +146,7 @@ def accepts_volume_size(instance_type: str) -> bool:
 
 
 def plan_endpoint_hosting(state: WorkshopState, settings: Settings, instance_type: str) -> HostingPlan:
-    """`modelpackage.plan_hosting` for the packaged model (its recorded size and format) on `instance_type`."""
+    """`model.package.plan_hosting` for the packaged model (its recorded size and format) on `instance_type`."""
     package = state.get("model_package") or {}
     gguf_bytes = int(package.get("gguf_size") or package.get("size") or 0)
     return plan_hosting(gguf_bytes, settings, compressed=not is_model_data_prefix(state.get("model_data_url")),

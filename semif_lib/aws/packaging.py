@@ -1,9 +1,9 @@
-"""Upload the packaged GGUF (`model.tar.gz`, or the GGUF files uncompressed, built by `semif_lib.modelpackage`) to S3 as
+"""Upload the packaged GGUF (`model.tar.gz`, or the GGUF files uncompressed, built by `semif_lib.model.package`) to S3 as
 SageMaker model data.
 
 The GGUF's sha256 is recorded beside the tarball and in the S3 object's metadata, so a second upload
 of the same model is skipped. `ModelPackage`, `build_model_tarball` and `list_tarball` are
-re-exported from `modelpackage`, where every target builds the package.
+re-exported from `model.package`, where every target builds the package.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..modelpackage import ModelPackage, build_model_tarball, list_tarball
+from ..model.package import ModelPackage, build_model_tarball, list_tarball
 from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import get_account_id, get_region, make_client

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..contract import request_timeout_for
-from ..modelpackage import is_model_data_prefix
+from ..model.package import is_model_data_prefix
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from . import dlc

@@ -9,7 +9,7 @@ answers), `calibrator` (applying a fitted file), `conformal` (prediction sets an
 alike), `conditioning` (`x_after`: questions conditioned on earlier answers) and `openai_schema` (the OpenAI
 Decisions wire: its parser and answer builder).
 
-Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `modelfile`),
+Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `model.locate`),
 never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`
 (llama-cpp-python's Jinja2 chat formatter) import llama_cpp, and only when they run; `schema`
 never does.

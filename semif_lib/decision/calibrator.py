@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import SemifError
-from ..modelfile import hash_file
+from ..model.locate import hash_file
 from .conformal import Abstention, ConformalThreshold, predict_set
 from .prompt import PROMPT_VERSION, QuestionPlan
 from .readout import build_answer, softmax

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from ..errors import InvalidRequestError, ModelLoadError, SemifError
-from ..modelfile import find_model_path
-from ..modelsource import hub_origin
+from ..model.hub import hub_origin
+from ..model.locate import find_model_path
 from ..settings import MODES, Settings, load_settings
 from .backend import LlamaBackend, ensure_backend, inject_faults, make_fault_plan
 from .conditioning import order_waves, score_in_waves

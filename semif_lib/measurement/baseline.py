@@ -27,7 +27,7 @@ from ..decision.schema import (
     parse_request,
     render_content,
 )
-from ..modelfile import find_model_path
+from ..model.locate import find_model_path
 from ..settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -178,7 +178,7 @@ def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | N
     that fails to load (corrupt, wrong format) stops the server and gives exit status 2.
     """
     if engine_factory is None:
-        from ..modelfile import find_model_path
+        from ..model.locate import find_model_path
 
         find_model_path(settings.model_path, settings.model_dir)  # ModelNotFoundError -> exit 2 now
     failure: list[BaseException] = []

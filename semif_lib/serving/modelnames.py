@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SemifError
-from ..modelsource import is_hub_reference, parse_hub_reference
+from ..model.hub import is_hub_reference, parse_hub_reference
 from ..settings import Settings
 
 __all__ = ["ANY_MODEL", "JEV_DEFAULT_MODEL", "ModelNames", "UnknownModelError", "model_names"]

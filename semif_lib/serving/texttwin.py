@@ -135,7 +135,7 @@ def build_text_config(settings: Settings, env: Mapping[str, str], model: Path | 
                       host: str | None = None, port: int | None = None, n_ctx: int | None = None,
                       threads: int | None = None) -> TextTwinConfig:
     """Resolve the model and settings: CLI arguments > `SM_LLAMA_CPP_*` > `SEMIF_*` > defaults."""
-    from ..modelfile import find_model_path
+    from ..model.locate import find_model_path
 
     model_path = find_model_path(
         model or env.get(SM_PREFIX + "MODEL") or settings.model_path,

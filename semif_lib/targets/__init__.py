@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..modelpackage import extract_model_package
+from ..model.package import extract_model_package
 from ..registry import WorkshopState
 from ..registry import load_state as load_registry
 from ..settings import Settings, load_settings

@@ -35,7 +35,7 @@ class Target(Protocol):
         """The caller's permissions for the workshop (`aws.preflight.PermissionCheck`), or None when none are needed."""
 
     def publish_model(self, package: Any, state: WorkshopState, progress: bool) -> dict[str, Any]:
-        """Make `model.tar.gz` (a `modelpackage.ModelPackage`) reachable where the endpoints read it:
+        """Make `model.tar.gz` (a `model.package.ModelPackage`) reachable where the endpoints read it:
         the `model_data_url` and `uploaded` to record, or nothing to change."""
 
     def deploy_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None, wait: bool) -> str:

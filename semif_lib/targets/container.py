@@ -35,7 +35,7 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
     """Run `image` as SageMaker does (`run IMAGE serve`, model read-only at /opt/ml/model, SIGTERM on stop),
     its port 8080 published where `SEMIF_LOCAL_{DECISION,TEXT}_URL` says; recorded for `cleanup()`."""
     from ..containers import ContainerError, run_container
-    from ..modelpackage import plan_hosting
+    from ..model.package import plan_hosting
 
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
     if is_answering(url):

@@ -14,7 +14,7 @@ from ..errors import SemifError
 from ..invocation import iter_chat_deltas, iter_sse_events, text_settings
 from ..jsonlines import split_lines
 from ..llama_flags import build_sm_env
-from ..modelpackage import extract_model_package
+from ..model.package import extract_model_package
 from ..registry import WorkshopState
 from ..settings import Settings
 

@@ -64,7 +64,7 @@ def packaged_model_dir(tmp_path_factory):
 @pytest.fixture
 def opt_ml_model(tmp_path):
     """A temporary /opt/ml/model: the embedded GGUF at its root, as model.tar.gz unpacks."""
-    from semif_lib.modelfile import find_embedded_model
+    from semif_lib.model.locate import find_embedded_model
 
     gguf = find_embedded_model()
     if gguf is None:

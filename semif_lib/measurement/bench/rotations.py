@@ -164,7 +164,7 @@ def format_rotations(summary: dict[str, Any]) -> str:
 def command_rotations(args: Any) -> int:
     """`semif bench rotations`: both phases, the table printed, results/bench/rotations.json written."""
     from ...decision.engine import DecisionEngine
-    from ...modelfile import hash_file
+    from ...model.locate import hash_file
     from ...settings import load_settings
     from .workload import describe_machine, load_workload
 

@@ -192,7 +192,7 @@ def evaluate_workload(
     progress: bool = True,
 ) -> tuple[dict[str, Any], list["Decision"], dict[str, list[float]] | None]:
     """Score, optionally debias / permute / run the baseline, and build the report (plus decisions and priors)."""
-    from ...modelfile import hash_file
+    from ...model.locate import hash_file
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

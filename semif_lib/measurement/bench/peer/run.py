@@ -242,7 +242,7 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     from tqdm.auto import tqdm
 
     from ....containers import run_text_server
-    from ....modelfile import find_model_path
+    from ....model.locate import find_model_path
 
     check_paths(config.paths)
     say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from semif_lib.errors import ModelNotFoundError
-from semif_lib.modelsource import HubReference, hub_origin, parse_hub_reference, split_shards
+from semif_lib.model.hub import HubReference, hub_origin, parse_hub_reference, split_shards
 
 from support.aws import make_fake_gguf
 from support.hub import COMMIT, HubRepo, LoopbackHub, hub_env
@@ -22,7 +22,7 @@ from support.paths import DATA, ROOT
 DOWNLOAD = """
 import json, sys
 from semif_lib.errors import SemifError
-from semif_lib.modelfile import find_model_path
+from semif_lib.model.locate import find_model_path
 try:
     path = find_model_path(sys.argv[1])
 except SemifError as exc:
@@ -34,7 +34,7 @@ PACKAGE = """
 import json, sys
 from pathlib import Path
 from semif_lib import workshop
-from semif_lib.modelpackage import list_tarball
+from semif_lib.model.package import list_tarball
 from semif_lib.settings import Settings
 root = Path(sys.argv[2])
 settings = Settings(target="local", state_file=root / "state.json", run_id="hub0pk", model_dir=root / "none")
@@ -154,7 +154,7 @@ def test_packaging_takes_a_hub_reference_and_every_shard(tmp_path):
 @pytest.mark.model
 def test_semif_score_runs_a_model_named_by_hub_reference(tmp_path):
     """The README's Studio command, end to end: `semif score ... --model hf://...` through the real client."""
-    from semif_lib.modelfile import find_embedded_model
+    from semif_lib.model.locate import find_embedded_model
 
     gguf = find_embedded_model()
     out = tmp_path / "out.jsonl"

