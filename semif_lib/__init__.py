@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .decision.schema import DecisionRequest, DecisionResponse, parse_request
+from .decision.responses import DecisionResponse
+from .decision.schema import DecisionRequest, parse_request
 from .errors import SemifError
 from .settings import Settings, load_settings
 

@@ -30,7 +30,8 @@ def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progre
     """
     from tqdm import tqdm
 
-    from .decision.schema import parse_json_bytes, parse_request
+    from .decision.schema import parse_request
+    from .decision.validation import parse_json_bytes
     from .serving.modelnames import model_names
     from .serving.wire import dump_response
 

@@ -102,8 +102,8 @@ def test_argmax_agreement_and_max_dp_have_one_rule():
 
 
 def test_an_answers_probabilities_have_one_reader():
-    """Served JSON (a noul's ride as `x_probabilities`), a `decision.schema` answer and its dump read alike; none is refused."""
-    from semif_lib.decision.schema import DecisionResponse
+    """Served JSON (a noul's ride as `x_probabilities`), a `decision.responses` answer and its dump read alike; none is refused."""
+    from semif_lib.decision.responses import DecisionResponse
 
     body = {"model": "m", "usage": {"input_tokens": 1}, "answers": {
         "ok": {"type": "noul", "noul": 0.3, "x_probabilities": {"true": 0.3, "false": 0.7}, "x_option_mass": 0.9},

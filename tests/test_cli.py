@@ -101,7 +101,8 @@ class RecordingEngine:
         pass
 
     def score(self, data, mode=None):
-        from semif_lib.decision.schema import DecisionRequest, DecisionResponse, parse_request
+        from semif_lib.decision.responses import DecisionResponse
+        from semif_lib.decision.schema import DecisionRequest, parse_request
 
         self.modes.append(mode)
         request = data if isinstance(data, DecisionRequest) else parse_request(data)  # as DecisionEngine.score

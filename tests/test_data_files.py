@@ -15,7 +15,8 @@ import re
 
 import pytest
 
-from semif_lib.decision.schema import parse_json_bytes, parse_request
+from semif_lib.decision.schema import parse_request
+from semif_lib.decision.validation import parse_json_bytes
 from semif_lib.errors import PayloadTooLargeError
 from semif_lib.jsonlines import dump_record, read_lines, read_records
 from semif_lib.limits import check_limit, check_question_counts

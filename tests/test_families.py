@@ -34,7 +34,7 @@ def test_semif_score_answers_with_qwen(qwen_model_path, tmp_path, capsys):
     assert f"model {qwen_model_path.stem}," in capsys.readouterr().err
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 5 and all("answers" in r for r in records)
-    masses = [a["x_option_mass"] for r in records for a in r["answers"].values()]  # the wire name (decision/schema.py)
+    masses = [a["x_option_mass"] for r in records for a in r["answers"].values()]  # the wire name (decision/responses.py)
     assert statistics.median(masses) > 0.5, masses  # the issue measured 0.85-0.99 on most (SmolLM2: 0.17-0.75)
 
 

@@ -46,7 +46,8 @@ def test_labeled_sets_read_through_the_same_reader(tmp_path):
 
 def test_request_lines_are_read_one_way_a_bad_line_is_its_own_error_record():
     """The CLI and the adapter's JSON Lines body both read requests with `iter_records`."""
-    from semif_lib.decision.schema import parse_json_bytes, parse_request
+    from semif_lib.decision.schema import parse_request
+    from semif_lib.decision.validation import parse_json_bytes
     from semif_lib.errors import SemifError
     from semif_lib.jsonlines import error_record, iter_records
 
@@ -62,7 +63,7 @@ def test_request_lines_are_read_one_way_a_bad_line_is_its_own_error_record():
 
 
 def test_bytes_that_are_not_utf8_are_one_400_wherever_they_arrive(tmp_path):
-    from semif_lib.decision.schema import parse_json_bytes
+    from semif_lib.decision.validation import parse_json_bytes
     from semif_lib.jsonlines import decode_utf8
     from semif_lib.serving.wire import parse_jsonlines_body
 

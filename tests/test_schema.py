@@ -1,10 +1,7 @@
 import pytest
 
-from semif_lib.decision.schema import (
-    MAX_CHOICE_OPTIONS,
-    parse_json_bytes,
-    parse_request,
-)
+from semif_lib.decision.schema import MAX_CHOICE_OPTIONS, parse_request
+from semif_lib.decision.validation import parse_json_bytes
 from semif_lib.errors import InvalidRequestError, PayloadTooLargeError
 
 

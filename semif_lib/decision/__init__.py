@@ -1,16 +1,16 @@
 """The decision wing: option probabilities from one llama.cpp forward pass, a prefix prefilled once.
 
-`schema` (the wire format), `prompt` (chat template, answer slots), `preparer` (limits,
-tokenization, slot checks), `engine` (the scheduler: score, score_batch), `backend` (the
-llama.cpp model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV
-invariant), `prefix_cache` (the index it keeps), `planner` (rounds and waves), `modes` (fresh,
-serial, parallel, oneshot), `tokentree` (branch tokens shared once), `readout` (logits to
-answers), `calibrator` (applying a fitted file), `conformal` (prediction sets and abstention, fitted and served
-alike), `conditioning` (`x_after`: questions conditioned on earlier answers) and `openai_schema` (the OpenAI
-Decisions wire: its parser and answer builder).
+`schema` (the request on the wire), `responses` (the response), `validation` (strict JSON, errors naming the
+field), `prompt` (chat template, answer slots), `preparer` (limits, tokenization, slot checks), `engine` (the
+scheduler: score, score_batch), `backend` (the llama.cpp model, context and batch), `kvstore` (prefixes
+leased, spilled, restored; the KV invariant), `prefix_cache` (the index it keeps), `planner` (rounds and
+waves), `modes` (fresh, serial, parallel, oneshot), `tokentree` (branch tokens shared once), `readout` (logits
+to answers), `calibrator` (applying a fitted file), `conformal` (prediction sets and abstention, fitted and
+served alike), `conditioning` (`x_after`: questions conditioned on earlier answers) and `openai_schema` (the
+OpenAI Decisions wire: its parser and answer builder).
 
 Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `model.locate`),
 never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`
-(llama-cpp-python's Jinja2 chat formatter) import llama_cpp, and only when they run; `schema`
-never does.
+(llama-cpp-python's Jinja2 chat formatter) import llama_cpp, and only when they run; `schema`,
+`responses` and `validation` never do.
 """

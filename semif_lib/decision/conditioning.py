@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidRequestError
-from .schema import ChoiceQuestion, DecisionRequest, DecisionResponse, NoulQuestion, Usage, render_content
+from .responses import DecisionResponse, Usage
+from .schema import ChoiceQuestion, DecisionRequest, NoulQuestion, render_content
 
 if TYPE_CHECKING:
     from .schema import Question

@@ -33,7 +33,8 @@ from .planner import Capacity, Round, plan_rounds
 from .preparer import PreparedRequest, RequestPreparer
 from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
-from .schema import DecisionRequest, DecisionResponse, Usage, parse_request
+from .responses import DecisionResponse, Usage
+from .schema import DecisionRequest, parse_request
 
 __all__ = ["DecisionEngine", "EngineMode", "Timings", "ensure_backend", "open_engine"]
 

@@ -28,21 +28,19 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, St
 
 from ..errors import InvalidRequestError, RequestValidationError
 from ..limits import check_limit
+from .responses import DecisionResponse
 from .schema import (
     MAX_SCORE_LEVELS,
     MIN_CHOICE_OPTIONS,
     MIN_SCORE_LEVELS,
     MODEL_FIELD_DOC,
-    TEXT_ONLY,
     ChoiceQuestion,
     DecisionRequest,
-    DecisionResponse,
     NoulQuestion,
     ScoreQuestion,
-    check_json_value,
-    format_validation_error,
     render_content,
 )
+from .validation import TEXT_ONLY, check_json_value, format_validation_error
 
 __all__ = ["DecisionsBody", "OpenAIRequest", "build_decision", "is_decisions_body", "parse_decisions_request"]
 

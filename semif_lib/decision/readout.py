@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .prompt import QuestionPlan
-from .schema import ChoiceAnswer, NoulAnswer, ScoreAnswer
+from .responses import ChoiceAnswer, NoulAnswer, ScoreAnswer
 
 if TYPE_CHECKING:
     from .preparer import PreparedRequest

@@ -1,49 +1,27 @@
-"""Wire format: Jev / System One requests and responses, as pydantic models, to the letter of jevcompat's spec 0.1.
+"""The request on the Jev / System One wire, as pydantic models, to the letter of jevcompat's spec 0.1.
 
-A request asks typed questions about one state. Strict System One clients see exactly the fields
-they know; every extra is `x_`-prefixed (jevcompat `response.extensions`), so such clients ignore it:
-
-- on each answer `x_option_mass` (share of the full next-token distribution on the option tokens)
-  and, on choice and score, `x_top_probability` (the top-1 probability, what `confidence` was before);
-- on a noul answer `x_probabilities` (`{"true": p, "false": 1 - p}`);
-- `usage.x_cached_tokens` (prefix tokens served from the prefix cache), `x_timing`, `x_model_info`;
-- with a calibration file, `x_raw_probabilities`, `x_calibrated`, `x_temperature`, `x_debiased`; with
-  `include_logits`, `x_logits`.
-
-The Python attributes keep their plain names (`answer.option_mass`, `response.timing`); only the
-JSON says `x_` (`serialize_by_alias`), and both spellings validate.
-
-`confidence` is Jev's reference formula (jevcompat `confidence.formula`): the normalised peak
-`(m - 1/n) / (1 - 1/n)` for choice, `max(0, 1 - sum_i p_i |i - k| / D)` for score (k the top level,
-D that spread under the uniform distribution). Both are conditional on the listed options, not a
-calibrated chance of being right: fit a calibration file on your own workload before gating actions on it.
+A request asks typed questions (noul, choice, score) about one state; extra keys are ignored. The
+question and option counts are checked against their hard ceilings before any question is validated,
+so an oversized request is a 413 naming the limit, not a slow 422.
 
 Instructions, option and level descriptions and noul criteria may be text or structured JSON
 (jevcompat `request.structured-text`); `render_content` / `render_inline` turn them into prompt text
 deterministically, and those tokens count against the limits like any text.
+
+`parse_request` is the one entry: strict JSON and the text-only rule (`validation`) first, then these models.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    TypeAdapter,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator, model_validator
 
-from ..errors import InvalidRequestError, RequestValidationError
-from ..jsonlines import decode_utf8
+from ..errors import RequestValidationError
 from ..limits import check_limit, check_question_counts, hard_ceiling
 from ..settings import Debias, Settings
+from .validation import check_json_value, check_text_only, format_validation_error, parse_json_bytes
 
 # Work limits are `Settings` fields; the schema refuses what is over their hard ceiling with the
 # same 413 the engine gives for the configured value (`limits`), before validating any question.
@@ -56,7 +34,6 @@ MAX_SCORE_LEVELS = 10
 # the ceiling are the `default_rotations` setting's (SEMIF_DEFAULT_ROTATIONS), so a request and the server share one bound.
 DEFAULT_ROTATIONS: int = Settings.model_fields["default_rotations"].default
 MAX_ROTATIONS = hard_ceiling("default_rotations")
-MAX_NESTING = 64  # JSON depth of a whole request; a structured state rarely needs 10
 NOUL_WITHOUT_INSTRUCTIONS = "Does the state match what Yes means?"  # a noul asked by its criteria alone
 
 Content = Union[str, dict[str, Any], list[Any]]
@@ -240,171 +217,7 @@ class DecisionRequest(BaseModel):
         return self
 
 
-# Extensions are attributes with plain names and `x_` JSON names; both validate (a client can read a dump back).
-_EXTENDED = ConfigDict(extra="allow", serialize_by_alias=True, validate_by_name=True, validate_by_alias=True)
-
-
-class _Answer(BaseModel):
-    model_config = _EXTENDED
-    option_mass: float = Field(..., alias="x_option_mass", description="Share of the full next-token distribution on the option tokens.")
-
-
-class NoulAnswer(_Answer):
-    type: Literal["noul"] = "noul"
-    noul: float = Field(..., description="P(true) over {true, false}.")
-    probabilities: dict[str, float] = Field(..., alias="x_probabilities", description="{true: P(true), false: P(false)}.")
-
-
-class ChoiceAnswer(_Answer):
-    type: Literal["choice"] = "choice"
-    choice: str
-    confidence: float = Field(..., description="Jev's reference confidence, the normalised peak (m - 1/n) / (1 - 1/n).")
-    probabilities: dict[str, float]
-    top_probability: float = Field(..., alias="x_top_probability", description="Top-1 probability over the shown options, m.")
-
-
-class ScoreAnswer(_Answer):
-    type: Literal["score"] = "score"
-    score: float = Field(..., description="Expected level, sum(i * p_i).")
-    confidence: float = Field(..., description="Jev's reference confidence, max(0, 1 - sum_i p_i |i - k| / D).")
-    legend: dict[str, str]
-    probabilities: dict[str, float]
-    top_probability: float = Field(..., alias="x_top_probability", description="Top-1 probability over the levels.")
-
-
-Answer = Annotated[Union[NoulAnswer, ChoiceAnswer, ScoreAnswer], Field(discriminator="type")]
-
-
-class Usage(BaseModel):
-    model_config = _EXTENDED
-    input_tokens: int
-    output_tokens: int = 0
-    cached_tokens: int = Field(0, alias="x_cached_tokens", description="Input tokens served from the prefix cache.")
-
-
-class DecisionResponse(BaseModel):
-    """System One response plus our extras (`x_timing`, `x_model_info`, `usage.x_cached_tokens`)."""
-
-    model_config = _EXTENDED
-
-    model: str
-    answers: dict[str, Answer]
-    usage: Usage
-    timing: dict[str, Any] = Field(default_factory=dict, alias="x_timing", description="Where the time went, and the tokens.")
-    model_info: dict[str, Any] = Field(default_factory=dict, alias="x_model_info", description="The loaded GGUF and its settings.")
-
-
 _REQUEST_ADAPTER = TypeAdapter(DecisionRequest)
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise RequestValidationError(f"duplicate JSON key {key!r}", field=key, loc=[key], kind="json_invalid")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise RequestValidationError(f"{name} is not a JSON number (RFC 8259); send a string or a finite number", field="body",
-                                 kind="json_invalid")
-
-
-def parse_json_bytes(body: bytes | str) -> Any:
-    """Parse JSON strictly: UTF-8 only, no duplicate keys (such as a repeated option), no NaN or
-    Infinity, numbers Python can convert, and nesting no deeper than `MAX_NESTING`; every failure
-    is a 422 naming the body (Jev's validation shape), never a crash."""
-    if isinstance(body, bytes):
-        try:
-            body = decode_utf8(body)
-        except InvalidRequestError as exc:
-            raise RequestValidationError(exc.message, field="body", kind="json_invalid") from None
-    try:
-        data = json.loads(body, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise RequestValidationError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", field="body",
-                                     loc=[exc.pos], kind="json_invalid") from exc
-    except RecursionError:
-        raise RequestValidationError(f"JSON nested deeper than {MAX_NESTING} levels", field="body", kind="json_invalid") from None
-    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
-        raise RequestValidationError(f"malformed JSON: {exc}", field="body", kind="json_invalid") from None
-    check_json_value(data)
-    return data
-
-
-def check_json_value(data: Any) -> None:
-    """Refuse what JSON parsing lets through but the engine cannot use: deep nesting, lone surrogates,
-    non-finite floats (from a caller that built the dict itself). Iterative: depth cannot crash it."""
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
-    while stack:
-        value, path, depth = stack.pop()
-        if depth > MAX_NESTING:
-            raise RequestValidationError(f"{path or 'body'}: JSON nested deeper than {MAX_NESTING} levels", field=path or "body")
-        if isinstance(value, str):
-            _check_text(value, path)
-        elif isinstance(value, float) and not math.isfinite(value):
-            raise RequestValidationError(f"{path or 'body'}: NaN and Infinity are not JSON numbers", field=path or "body")
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")  # a bad key must not break the error body
-                sub = f"{path}.{shown}" if path else shown
-                _check_text(str(key), sub)
-                stack.append((item, sub, depth + 1))
-        elif isinstance(value, list):
-            stack.extend((item, f"{path}[{k}]", depth + 1) for k, item in enumerate(value))
-
-
-def _check_text(text: str, path: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        where = path or "body"
-        raise RequestValidationError(f"{where}: text holds a lone surrogate (U+{ord(text[exc.start]):04X}) that UTF-8 cannot encode",
-                                     field=where) from None
-
-
-_UNION_TAGS = ("noul", "choice", "score", "predicate")  # Jev's question types and the OpenAI wire's
-_CONTENT_MEMBERS = ("str", "dict[str,any]", "list[any]")  # pydantic names a Content union's members in `loc`
-
-
-def format_validation_error(exc: ValidationError) -> RequestValidationError:
-    """First pydantic error as a 422 `RequestValidationError`, with its `loc`, a dotted field path and pydantic's limit text."""
-    err = exc.errors()[0]
-    raw = list(err["loc"])
-    if len(raw) > 2 and raw[0] == "questions" and raw[2] in _UNION_TAGS:  # the discriminator's own step
-        del raw[2]
-    while raw and raw[-1] in _CONTENT_MEMBERS:
-        raw.pop()
-    loc = [str(part) for part in raw]
-    field = ".".join(loc) or "body"
-    message = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "union_tag_invalid":
-        message = "unknown question type; expected one of 'noul', 'choice', 'score'"
-    elif err["type"] == "union_tag_not_found":
-        message = "question needs a 'type': one of 'noul', 'choice', 'score'"
-    return RequestValidationError(f"{field}: {message}", field=field, loc=raw, kind=err["type"])
-
-
-TEXT_ONLY = "this engine reads text only"
-
-
-def check_text_only(data: dict[str, Any]) -> None:
-    """Refuse by name what Jev 1.14 clients may send that is not text, rather than answer without it: image
-    `assets` (inline `data_base64`, a URL, or a multipart part) and `box` questions, each a 400 naming the part."""
-    assets = data.get("assets")
-    if assets:  # null, {} and [] carry nothing
-        name, asset = next(iter(assets.items())) if isinstance(assets, dict) else (None, assets)
-        field = "assets" if name is None else f"assets.{name}"
-        carried = [key for key in ("data_base64", "url", "part") if isinstance(asset, dict) and asset.get(key)]
-        how = f" ({carried[0]})" if carried else ""
-        raise InvalidRequestError(f"{field}: image assets{how} are not supported: {TEXT_ONLY}; send the state as text or JSON, "
-                                  "describing the image in words", field=field)
-    questions = data.get("questions")
-    for qid, question in (questions.items() if isinstance(questions, dict) else ()):
-        if isinstance(question, dict) and question.get("type") == "box":
-            raise InvalidRequestError(f"questions.{qid}: box questions locate a region of an image, and {TEXT_ONLY}; ask a noul, "
-                                      "choice or score question", field=f"questions.{qid}")
 
 
 def parse_request(data: Any) -> DecisionRequest:

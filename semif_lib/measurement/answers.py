@@ -1,7 +1,7 @@
 """An answer's probabilities and its argmax: the one reader of answers, whichever shape a response comes in.
 
 Served JSON carries a choice's or a score's option probabilities as `probabilities` and a noul's as the
-extension `x_probabilities` (the Jev wire keeps only P(true) standard); a `decision.schema` answer has
+extension `x_probabilities` (the Jev wire keeps only P(true) standard); a `decision.responses` answer has
 `.probabilities` on every type. `read_probabilities` reads any of them, `top_option` is the argmax of a
 distribution (the first of equals, in the order given), `read_argmax` the two at once, and
 `read_response` a whole response as JSON, whether it is a dict already or a `DecisionResponse`.

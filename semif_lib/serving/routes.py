@@ -19,7 +19,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..contract import CUSTOM_ATTRIBUTES_HEADER, answer_deadline_s
-from ..decision.schema import DecisionRequest, DecisionResponse
+from ..decision.responses import DecisionResponse
+from ..decision.schema import DecisionRequest
 from ..errors import (
     InvalidRequestError,
     SemifError,

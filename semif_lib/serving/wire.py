@@ -26,7 +26,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..decision.openai_schema import DecisionsBody, build_decision, is_decisions_body, parse_decisions_request
-from ..decision.schema import TEXT_ONLY, DecisionRequest, DecisionResponse, parse_json_bytes, parse_request
+from ..decision.responses import DecisionResponse
+from ..decision.schema import DecisionRequest, parse_request
+from ..decision.validation import TEXT_ONLY, parse_json_bytes
 from ..errors import (
     InvalidRequestError,
     RequestValidationError,

@@ -28,7 +28,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..decision.schema import DecisionRequest, DecisionResponse
+from ..decision.responses import DecisionResponse
+from ..decision.schema import DecisionRequest
 from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError
 from ..settings import Settings
 

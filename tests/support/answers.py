@@ -18,7 +18,7 @@ def flatten_probabilities(response) -> dict[tuple[str, str], float]:
 
 def flatten_wire_probabilities(body: dict) -> dict[tuple[str, str], float]:
     """The same from a response's JSON, read by the wire's own model (a noul's are the extension `x_probabilities`)."""
-    from semif_lib.decision.schema import DecisionResponse
+    from semif_lib.decision.responses import DecisionResponse
 
     return flatten_probabilities(DecisionResponse.model_validate(body))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from semif_lib.decision.schema import DecisionResponse
+from semif_lib.decision.responses import DecisionResponse
 
 
 def answer(request) -> DecisionResponse:

@@ -121,7 +121,8 @@ def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledI
 
 def parse_labeled_line(path: Path, number: int, line: str) -> LabeledItem:
     """One line of a labeled file; any error names `file:line`."""
-    from ...decision.schema import parse_json_bytes, parse_request
+    from ...decision.schema import parse_request
+    from ...decision.validation import parse_json_bytes
 
     where = f"{path.name}:{number}"
     try:
