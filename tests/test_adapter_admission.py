@@ -13,7 +13,7 @@ from semif_lib.contract import KILL_AFTER_S
 from semif_lib.decision.schema import parse_request
 from semif_lib.errors import ModelLoadError, ServiceBusyError
 from semif_lib.serving.runner import Drain
-from semif_lib.serving.worker import InferenceWorker, Job, WorkerFailedError
+from semif_lib.serving.worker import InferenceWorker, Submission, WorkerFailedError
 from semif_lib.settings import Settings
 
 from support.fake_engines import answer
@@ -47,8 +47,8 @@ class BatchEngine:
         self.gate.set()
 
 
-def make_job(loop: asyncio.AbstractEventLoop) -> Job:
-    return Job(items=[REQUEST], mode=None, loop=loop, future=loop.create_future())
+def make_submission(loop: asyncio.AbstractEventLoop) -> Submission:
+    return Submission(items=[REQUEST], mode=None, loop=loop, future=loop.create_future())
 
 
 def wait_until(condition, timeout: float = 10) -> None:
@@ -66,11 +66,11 @@ def test_everything_queued_goes_to_the_engine_in_one_batch():
     try:
         worker.start()
         assert worker.ready.wait(10)
-        worker.submit(make_job(loop))  # held inside engine.score
+        worker.submit(make_submission(loop))  # held inside engine.score
         assert engine.holding.wait(10)
-        jobs = [make_job(loop) for _ in range(20)]
-        for job in jobs:
-            worker.submit(job)
+        submissions = [make_submission(loop) for _ in range(20)]
+        for submission in submissions:
+            worker.submit(submission)
         engine.gate.set()
         wait_until(lambda: worker.pending == 0)
         assert engine.batches == [20]
@@ -94,14 +94,14 @@ def test_ping_and_submit_say_the_same_thing_about_an_unavailable_worker():
         error = worker.unavailable()
         assert isinstance(error, ServiceBusyError) and "still loading" in error.message
         with pytest.raises(ServiceBusyError, match="still loading"):
-            worker.submit(make_job(loop))
+            worker.submit(make_submission(loop))
         loading.set()
         wait_until(lambda: worker.load_error is not None)
         assert not worker.loading
         error = worker.unavailable()
         assert isinstance(error, ModelLoadError) and error.message == "the model failed to load: bad gguf"
         with pytest.raises(ModelLoadError) as info:
-            worker.submit(make_job(loop))
+            worker.submit(make_submission(loop))
         assert info.value.message == error.message
         worker.death = RuntimeError("gone")
         assert isinstance(worker.unavailable(), WorkerFailedError)

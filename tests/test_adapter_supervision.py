@@ -92,18 +92,18 @@ def test_full_queue_answers_503_at_once_and_loses_nothing():
 
 def test_an_answered_request_no_longer_counts_as_pending_when_its_client_sees_the_answer(monkeypatch):
     """/ping's `pending` is read by clients right after their last answer (CI saw 1 there): the worker must
-    count a job as answered before it hands the answer over, on the scored, expired and failed paths."""
+    count a submission as answered before it hands the answer over, on the scored, expired and failed paths."""
     from semif_lib.serving import worker as worker_module
 
     seen: list[int] = []
-    real_resolve = worker_module.resolve_job
+    real_resolve = worker_module.resolve_submission
     engine = GateEngine()
     engine.gate.set()
     with serving(engine, request_timeout_s=1.0) as (url, app):
-        def resolve(job, results):
+        def resolve(submission, results):
             seen.append(app.state.worker.pending)
-            real_resolve(job, results)
-        monkeypatch.setattr(worker_module, "resolve_job", resolve)
+            real_resolve(submission, results)
+        monkeypatch.setattr(worker_module, "resolve_submission", resolve)
         for _ in range(3):
             assert httpx.post(url + "/invocations", json=SMALL, timeout=10).status_code == 200
             assert httpx.get(url + "/ping").json()["pending"] == 0

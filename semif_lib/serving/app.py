@@ -86,7 +86,7 @@ def create_app(
             yield
         finally:
             # uvicorn has already waited for in-flight requests (each answered, or a 503 once the drain window
-            # closed); finish any queued job and close the engine. After SIGTERM, a decode whose request was
+            # closed); finish any queued submission and close the engine. After SIGTERM, a decode whose request was
             # already answered 503 is not waited for beyond the window: the process exits well before SIGKILL.
             left = drain.left(drain.worker_budget_s)
             await asyncio.to_thread(worker.stop, 60.0 if left is None else max(0.5, left))

@@ -7,7 +7,7 @@ and System One's `/v1/models`.
 OpenAI's. All three hand the same internal requests to the same worker.
 
 Handlers only check auth, parse and validate (with `wire`), then hand the requests to the worker
-and await its answer (`await_job`): the event loop never runs inference. `app.create_app` adds
+and await its answer (`await_submission`): the event loop never runs inference. `app.create_app` adds
 these groups to one FastAPI app.
 """
 
@@ -52,12 +52,13 @@ from .wire import (
     read_custom_mode,
     refuse_content_type,
 )
-from .worker import InferenceWorker, Job
+from .worker import InferenceWorker, Submission
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
 
-__all__ = ["add_decisions_routes", "add_invocation_routes", "add_sagemaker_routes", "add_systemone_routes", "await_job", "check_auth"]
+__all__ = ["add_decisions_routes", "add_invocation_routes", "add_sagemaker_routes", "add_systemone_routes", "await_submission",
+           "check_auth"]
 
 
 
@@ -175,9 +176,9 @@ async def _answer(request: Any, worker: InferenceWorker, settings: Settings, ite
                   mode: str | None) -> list[Any] | None:
     """Hand the parsed requests to the worker and await their results (None: the client has gone)."""
     loop = asyncio.get_running_loop()
-    job = Job(items=items, mode=mode, loop=loop, future=loop.create_future())
-    worker.submit(job)
-    return await await_job(request, job, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
+    submission = Submission(items=items, mode=mode, loop=loop, future=loop.create_future())
+    worker.submit(submission)
+    return await await_submission(request, submission, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
 
 
 def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
@@ -230,12 +231,12 @@ async def wait_for_disconnect(request: Any) -> None:
         pass
 
 
-async def await_job(request: Any, job: Job, deadline_s: float, drain: Drain | None = None) -> list[Any] | None:
-    """The job's results; None if the client left first (the worker then drops the job); 503 past the deadline.
+async def await_submission(request: Any, submission: Submission, deadline_s: float, drain: Drain | None = None) -> list[Any] | None:
+    """The submission's results; None if the client left first (the worker then drops the submission); 503 past the deadline.
 
-    The worker answers any job it takes within `SEMIF_REQUEST_TIMEOUT` or with a 503, and a dead
+    The worker answers any submission it takes within `SEMIF_REQUEST_TIMEOUT` or with a 503, and a dead
     worker answers all at once, so the deadline is a last guard: no request waits forever. After
-    SIGTERM, a job still unanswered when the drain window closes gets a 503 `shutting_down`.
+    SIGTERM, a submission still unanswered when the drain window closes gets a 503 `shutting_down`.
     """
     watch = asyncio.ensure_future(wait_for_disconnect(request))
     deadline = asyncio.get_running_loop().time() + deadline_s
@@ -246,14 +247,14 @@ async def await_job(request: Any, job: Job, deadline_s: float, drain: Drain | No
             if left <= 0 or (draining is not None and draining <= 0):
                 break
             step = min(left, 0.25 if draining is None else max(0.01, min(draining, 0.25)))
-            done, _ = await asyncio.wait({job.future, watch}, timeout=step, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({submission.future, watch}, timeout=step, return_when=asyncio.FIRST_COMPLETED)
             if done:
                 break
     finally:
         watch.cancel()
-    if job.future.done():
-        return job.future.result()
-    job.abandoned = True
+    if submission.future.done():
+        return submission.future.result()
+    submission.abandoned = True
     if watch.done() and not watch.cancelled():
         return None
     if drain is not None and drain.started is not None:

@@ -8,10 +8,10 @@ and hands it to `engine.score_batch`, whose planner (`plan_rounds`) decides whic
 a round within the KV cells and the round's token budget; each request is answered as soon as
 its round is done. A full queue answers 503 with `Retry-After` instead of letting clients time out.
 
-Nothing here knows HTTP: a `Job` carries parsed requests in and `resolve_job` hands the
+Nothing here knows HTTP: a `Submission` carries parsed requests in and `resolve_submission` hands the
 results back to the event loop that is awaiting them.
 
-The worker is supervised: a job whose client has gone is dropped when its turn comes, one that
+The worker is supervised: a submission whose client has gone is dropped when its turn comes, one that
 waited longer than `SEMIF_REQUEST_TIMEOUT` gets a 503 instead of work nobody will read, and if
 the thread itself dies every waiting request gets a 503 at once, `/ping` turns 503 and
 `on_death` lets the server exit non-zero, so SageMaker replaces the container instead of
@@ -33,7 +33,7 @@ from ..decision.schema import DecisionRequest
 from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError
 from ..settings import Settings
 
-__all__ = ["InferenceWorker", "Job", "WorkerFailedError", "resolve_job"]
+__all__ = ["InferenceWorker", "Submission", "WorkerFailedError", "resolve_submission"]
 
 log = logging.getLogger("semif.adapter")  # the adapter's logger name, shared with `app`
 
@@ -48,7 +48,7 @@ class WorkerFailedError(ServiceBusyError):
 
 
 @dataclass
-class Job:
+class Submission:
     """One HTTP request's work: parsed requests (or their parse errors, passed through) and a future."""
 
     items: list[DecisionRequest | SemifError]
@@ -60,24 +60,24 @@ class Job:
     answered: bool = False  # the worker has handed it its results (it no longer counts as pending)
 
 
-def resolve_job(job: Job, results: list[DecisionResponse | SemifError]) -> None:
-    """Hand `results` to the job's future from any thread: the future belongs to the job's event loop."""
+def resolve_submission(submission: Submission, results: list[DecisionResponse | SemifError]) -> None:
+    """Hand `results` to the submission's future from any thread: the future belongs to the submission's event loop."""
 
     def deliver() -> None:
-        if not job.future.done():
-            job.future.set_result(results)
+        if not submission.future.done():
+            submission.future.set_result(results)
 
     try:
-        job.loop.call_soon_threadsafe(deliver)
+        submission.loop.call_soon_threadsafe(deliver)
     except RuntimeError:  # the loop is gone (forced shutdown): nobody is waiting any more
         pass
 
 
 class InferenceWorker:
-    """One thread that loads, owns and closes the engine; jobs reach it through a bounded queue.
+    """One thread that loads, owns and closes the engine; submissions reach it through a bounded queue.
 
-    `submit` never blocks: it raises 503 when `max_queue` jobs are already waiting, or while the
-    model is not loaded. `stop` lets the worker finish every job already accepted before it
+    `submit` never blocks: it raises 503 when `max_queue` submissions are already waiting, or while the
+    model is not loaded. `stop` lets the worker finish every submission already accepted before it
     closes the engine, so no accepted request is lost on shutdown.
     """
 
@@ -97,13 +97,13 @@ class InferenceWorker:
         self.engine: Any = None
         self.load_error: BaseException | None = None
         self.death: BaseException | None = None  # why the worker thread ended while serving
-        self.dropped = 0  # jobs whose client had gone when their turn came
-        self.expired = 0  # jobs that had waited past SEMIF_REQUEST_TIMEOUT
+        self.dropped = 0  # submissions whose client had gone when their turn came
+        self.expired = 0  # submissions that had waited past SEMIF_REQUEST_TIMEOUT
         self.ready = threading.Event()
-        self._jobs: deque[Job] = deque()
+        self._submissions: deque[Submission] = deque()
         self._cond = threading.Condition()
         self._closing = False
-        self._pending = 0  # accepted jobs not yet answered (queued or being scored)
+        self._pending = 0  # accepted submissions not yet answered (queued or being scored)
         self._thread = threading.Thread(target=self._run, name="semif-inference", daemon=True)
 
     # --------------------------------------------------------------- called from the event loop
@@ -125,30 +125,30 @@ class InferenceWorker:
             return ModelLoadError(f"the model failed to load: {getattr(self.load_error, 'message', self.load_error)}")
         return ServiceBusyError("the model is still loading; retry shortly", retry_after=2)
 
-    def submit(self, job: Job) -> None:
+    def submit(self, submission: Submission) -> None:
         error = self.unavailable()
         if error is not None:
             raise error
         with self._cond:
             if self._closing:
                 raise ShuttingDownError("the server is shutting down (SIGTERM); retry (another instance will answer)", retry_after=1)
-            if len(self._jobs) >= self.max_queue:
-                raise ServiceBusyError(f"{len(self._jobs)} requests are already waiting (SEMIF_QUEUE_SIZE={self.max_queue}); retry shortly",
+            if self.queued >= self.max_queue:
+                raise ServiceBusyError(f"{self.queued} requests are already waiting (SEMIF_QUEUE_SIZE={self.max_queue}); retry shortly",
                                        retry_after=1)
-            self._jobs.append(job)
+            self._submissions.append(submission)
             self._pending += 1
             self._cond.notify()
 
     @property
     def queued(self) -> int:
-        return len(self._jobs)
+        return len(self._submissions)
 
     @property
     def pending(self) -> int:
         return self._pending
 
     def stop(self, timeout: float | None = 60.0) -> None:
-        """Finish the accepted jobs, then close the engine in the thread that owns it (waits at most `timeout` s)."""
+        """Finish the accepted submissions, then close the engine in the thread that owns it (waits at most `timeout` s)."""
         with self._cond:
             self._closing = True
             self._cond.notify()
@@ -168,100 +168,100 @@ class InferenceWorker:
         self.engine = engine
         self.ready.set()
         log.info("model %s loaded; serving", getattr(engine, "model_id", "?"))
-        jobs: list[Job] = []
+        submissions: list[Submission] = []
         try:
             while True:
                 with self._cond:
-                    while not self._jobs and not self._closing:
+                    while not self._submissions and not self._closing:
                         self._cond.wait()
-                    if not self._jobs:
+                    if not self._submissions:
                         break
-                    jobs = list(self._jobs)
-                    self._jobs.clear()
+                    submissions = list(self._submissions)
+                    self._submissions.clear()
                 try:
-                    self._process(self._admit(jobs))
+                    self._process(self._admit(submissions))
                 except Exception as exc:  # never leave a client waiting on a worker bug
-                    log.exception("worker failed on %d jobs", len(jobs))
-                    for job in jobs:  # _answer skips the ones already answered
-                        self._answer(job, [SemifError(f"internal error: {type(exc).__name__}")] * len(job.items))
+                    log.exception("worker failed on %d submissions", len(submissions))
+                    for submission in submissions:  # _answer skips the ones already answered
+                        self._answer(submission, [SemifError(f"internal error: {type(exc).__name__}")] * len(submission.items))
                 finally:
                     with self._cond:  # the dropped ones: never answered, no longer pending
-                        self._pending -= sum(not job.answered for job in jobs)
-                jobs = []
+                        self._pending -= sum(not submission.answered for submission in submissions)
+                submissions = []
         except BaseException as exc:  # noqa: BLE001 - the thread is dying: answer everyone, then let the server exit
-            self._die(exc, jobs)
+            self._die(exc, submissions)
         finally:
             close = getattr(engine, "close", None)
             if close is not None:
                 close()
 
-    def _answer(self, job: Job, results: list[DecisionResponse | SemifError]) -> None:
-        """Count the job as answered before its client can see the answer, so a /ping sent right after reads 0 pending."""
+    def _answer(self, submission: Submission, results: list[DecisionResponse | SemifError]) -> None:
+        """Count the submission as answered before its client can see the answer, so a /ping sent right after reads 0 pending."""
         with self._cond:
-            if job.answered:
+            if submission.answered:
                 return
-            job.answered = True
+            submission.answered = True
             self._pending -= 1
-        resolve_job(job, results)
+        resolve_submission(submission, results)
 
-    def _admit(self, jobs: list[Job]) -> list[Job]:
-        """The jobs still worth computing: drop those whose client left, answer 503 to those past the timeout."""
+    def _admit(self, submissions: list[Submission]) -> list[Submission]:
+        """The submissions still worth computing: drop those whose client left, answer 503 to those past the timeout."""
         now, keep = time.monotonic(), []
-        for job in jobs:
-            waited = now - job.created
-            if job.abandoned:
+        for submission in submissions:
+            waited = now - submission.created
+            if submission.abandoned:
                 self.dropped += 1
             elif waited > self.settings.request_timeout_s:
                 self.expired += 1
                 busy = ServiceBusyError(f"the request waited {waited:.0f} s for the model, longer than SEMIF_REQUEST_TIMEOUT="
                                         f"{self.settings.request_timeout_s:g} s; retry", retry_after=2)
-                self._answer(job, [busy] * len(job.items))
+                self._answer(submission, [busy] * len(submission.items))
             else:
-                keep.append(job)
+                keep.append(submission)
         return keep
 
-    def _die(self, exc: BaseException, in_flight: list[Job]) -> None:
-        """Record the death, answer every accepted job with a 503, and tell the server to exit."""
+    def _die(self, exc: BaseException, in_flight: list[Submission]) -> None:
+        """Record the death, answer every accepted submission with a 503, and tell the server to exit."""
         self.death = exc
         self.ready.clear()
         log.critical("the inference worker died: %s: %s", type(exc).__name__, exc)
         with self._cond:
-            waiting = in_flight + list(self._jobs)
-            self._jobs.clear()
+            waiting = in_flight + list(self._submissions)
+            self._submissions.clear()
             self._pending = 0
         failed = WorkerFailedError(f"the inference worker stopped ({type(exc).__name__}); retry on another instance")
-        for job in waiting:
-            resolve_job(job, [failed] * len(job.items))
+        for submission in waiting:
+            resolve_submission(submission, [failed] * len(submission.items))
         if self.on_death is not None:
             self.on_death(exc)
 
-    def _process(self, jobs: list[Job]) -> None:
-        """Score every queued job; the requests of one mode go to the engine in one `score_batch` call.
+    def _process(self, submissions: list[Submission]) -> None:
+        """Score every queued submission; the requests of one mode go to the engine in one `score_batch` call.
 
         How many share a round is the engine's planner's decision (KV cells, the round's token
-        budget), not the worker's. A job is answered as soon as its last request is scored (the
+        budget), not the worker's. A submission is answered as soon as its last request is scored (the
         engine reports each round), not when the whole drained queue is done.
         """
-        results: dict[int, list[Any]] = {id(job): list(job.items) for job in jobs}
-        left = {id(job): sum(isinstance(item, DecisionRequest) for item in job.items) for job in jobs}
-        by_mode: dict[str | None, list[tuple[Job, int]]] = {}
-        for job in jobs:
-            for k, item in enumerate(job.items):
+        results: dict[int, list[Any]] = {id(submission): list(submission.items) for submission in submissions}
+        left = {id(submission): sum(isinstance(item, DecisionRequest) for item in submission.items) for submission in submissions}
+        by_mode: dict[str | None, list[tuple[Submission, int]]] = {}
+        for submission in submissions:
+            for k, item in enumerate(submission.items):
                 if isinstance(item, DecisionRequest):
-                    by_mode.setdefault(job.mode, []).append((job, k))
-            if not left[id(job)]:
-                self._answer(job, results[id(job)])
+                    by_mode.setdefault(submission.mode, []).append((submission, k))
+            if not left[id(submission)]:
+                self._answer(submission, results[id(submission)])
 
-        def record(job: Job, k: int, out: Any) -> None:
-            results[id(job)][k] = out
-            left[id(job)] -= 1
-            if not left[id(job)]:
-                self._answer(job, results[id(job)])
+        def record(submission: Submission, k: int, out: Any) -> None:
+            results[id(submission)][k] = out
+            left[id(submission)] -= 1
+            if not left[id(submission)]:
+                self._answer(submission, results[id(submission)])
 
         for mode, slots in by_mode.items():
-            self._score_requests([job.items[k] for job, k in slots], mode, lambda i, out, slots=slots: record(*slots[i], out))
-        for job in jobs:  # normally all answered already; never leave one waiting
-            self._answer(job, results[id(job)])
+            self._score_requests([submission.items[k] for submission, k in slots], mode, lambda i, out, slots=slots: record(*slots[i], out))
+        for submission in submissions:  # normally all answered already; never leave one waiting
+            self._answer(submission, results[id(submission)])
 
     def _score_requests(self, requests: list[DecisionRequest], mode: str | None,
                      deliver: Callable[[int, Any], None]) -> None:
