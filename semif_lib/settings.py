@@ -132,18 +132,18 @@ class AwsSettings(BaseSettings):
     s3_prefix: str = Field("semif-workshop", description="Key prefix inside the bucket; each run writes under <prefix>/<run id>/.")
     role_arn: str | None = Field(
         None, description="SageMaker execution role; default: Studio's role, else one created from container/iam/.")
-    codebuild_role_arn: str | None = Field(  # issue 22: an event team's account provisions it once (container/cfn/)
+    codebuild_role_arn: str | None = Field(  # an event team's account provisions it once (container/cfn/)
         None, description="CodeBuild service role for the adapter build; default: semif-codebuild-<run>, created from container/iam/.")
-    role_boundary: str | None = Field(  # issue 30: a role the workshop creates can never do more than this managed policy
+    role_boundary: str | None = Field(  # a role the workshop creates can never do more than this managed policy
         None, description="Permissions boundary (a managed policy's name or ARN) on every role the workshop creates; default "
                           "semif-workshop-role-boundary, made once per account from container/iam/workshop-role-boundary.json.")
     adapter_image_uri: str | None = Field(
         None, description="A pre-built adapter image (ECR URI) notebook 04 deploys; set, notebook 03 builds nothing.")
-    kms_key_id: str | None = Field(  # issue 22: accounts that enforce KMS refuse SSE-S3 uploads
+    kms_key_id: str | None = Field(  # accounts that enforce KMS refuse SSE-S3 uploads
         None, description="KMS key (id, ARN or alias) for the bucket, its objects and the ECR repository; default SSE-S3 / AES256.")
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field(
         "cpu", description="AWS llama.cpp DLC image variant for the text endpoint and the adapter base.")
-    dlc_image: str | None = Field(  # issue 29: AWS moves the DLC's tags to new llama.cpp builds; an event team pins one it checked
+    dlc_image: str | None = Field(  # AWS moves the DLC's tags to new llama.cpp builds; an event team pins one it checked
         None, pattern=r"^[a-z0-9.-]+/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$",
         description="A DLC image pinned by digest (<registry>/<repository>@sha256:<64 hex>, as `semif dlc check` prints it) for "
                     "both paths; unset: the variant's tag, pinned to its digest when the run first needs it.")
@@ -151,7 +151,7 @@ class AwsSettings(BaseSettings):
     gpu_instance_type: str = Field("ml.g6.xlarge", description="Real-time endpoint instance for the cuda variant.")
     arm_instance_type: str = Field("ml.c7g.xlarge", description="Real-time endpoint instance for the arm64 variant (Graviton).")
     transform_instance_type: str = Field("ml.c6i.xlarge", description="Batch Transform instance.")
-    # Big models (issue 23): unset, each is derived from the GGUF's size by model.package.plan_hosting; the bounds are
+    # Big models: unset, each is derived from the GGUF's size by model.package.plan_hosting; the bounds are
     # SageMaker's (botocore's ProductionVariant shapes; tests/test_packaging.py reads them from the service model).
     startup_timeout_s: int | None = Field(
         None, ge=60, le=3600, description="ContainerStartupHealthCheckTimeoutInSeconds; unset: 600 s plus the GGUF's read time.")

@@ -1,4 +1,4 @@
-"""An attendee who tries to take the account over (issue 30): every escalation path named in the issue, and the ones
+"""An attendee who tries to take the account over: the escalation paths docs/aws.md walks through, and the ones
 IAM's documentation lists for the actions these policies touch (iam:PassRole, iam:PutRolePolicy, permissions
 boundaries, iam:SimulatePrincipalPolicy), is tried with real boto3 calls on moto and must be refused, under both
 identities an attendee can hold:

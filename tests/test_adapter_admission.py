@@ -59,7 +59,7 @@ def wait_until(condition, timeout: float = 10) -> None:
 
 
 def test_everything_queued_goes_to_the_engine_in_one_batch():
-    """The worker no longer cuts the queue into 8-request chunks: the engine's planner sizes the rounds."""
+    """The worker hands the whole queue to the engine, uncut: the engine's planner sizes the rounds (it knows the KV cells)."""
     engine = BatchEngine()
     worker = InferenceWorker(Settings(), lambda _: engine, max_queue=64)
     loop = asyncio.new_event_loop()

@@ -1,4 +1,4 @@
-"""What a person sees when AWS says no, and while AWS works (issue 14 polish and the sibling issue's aws part):
+"""What a person sees when AWS says no, and while AWS works:
 missing or expired credentials and access denials as one `SemifError` line, SageMaker's `ResourceNotFound`,
 bounded retries while a new IAM role propagates, and `tqdm.auto` progress on every long wait."""
 

@@ -1,4 +1,4 @@
-"""The attendee's walk when AWS fails (issue 22): a cell rerun after a Failed endpoint, a rerun while the endpoint
+"""The attendee's walk when AWS fails: a cell rerun after a Failed endpoint, a rerun while the endpoint
 is still Creating/Updating, an autoscaled endpoint redeployed, quota errors as one line, the runtime client's
 timeouts. moto's endpoints are InService at once and it has no UpdateEndpoint: the states SageMaker would
 report are scripted on botocore's event hooks of the one session every client (the SDK's too) comes from."""
@@ -356,7 +356,7 @@ def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
     assert sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])["PrimaryContainer"]["Image"] == image
 
 
-# ------------------------------------------------------------------ issue 30: a stopping transform job and its output
+# ------------------------------------------------------------------ a stopping transform job and its output
 def _script_transform(aws_settings, statuses: list[str]) -> list[str]:
     """DescribeTransformJob answers `statuses` in turn (the last one from then on), StopTransformJob is answered, and
     every call and S3 delete is recorded in order (moto's jobs finish at once)."""

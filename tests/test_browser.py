@@ -58,7 +58,7 @@ SERVER_START_S = 120
 PAGE_LOAD_S = 180
 RUN_ALL_S = 420
 CLICK_S = 180
-# Cells left out of the served copies (none now: notebook 00 no longer closes the engine its form uses).
+# Cells a served copy leaves out, by notebook: none (notebook 00's form needs the engine it keeps open).
 DROPPED_CELLS: dict[str, set[str]] = {}
 PARAMETERS = SMALL_PARAMETERS  # smaller than notebook 05's defaults, as in tests/test_notebooks.py: same cells
 RUN_ID = "br0wse"

@@ -156,9 +156,9 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
     assert name == "semif-decision-t3st01"
 
 
-# ------------------------------------------------------------------ issue 14: GPU settings, rollbacks
+# ------------------------------------------------------------------ GPU settings, rollbacks
 def test_cuda_text_endpoint_merges_the_notebooks_settings(aws, aws_settings, fake_gguf):
-    """Notebook 02 passes its own llama settings: they update the cuda defaults, GPU offload stays (item 8)."""
+    """Notebook 02 passes its own llama settings: they update the cuda defaults, GPU offload stays."""
     from semif_lib.aws.clients import make_client
     from semif_lib.workshop import deploy_text_model, load_state, package_model
 
@@ -230,7 +230,7 @@ def _deploy_then_change_env(settings, st, gguf, monkeypatch):
 
 
 def test_an_update_that_rolls_back_is_a_failure(state, aws_settings, fake_gguf, monkeypatch):
-    """Updating -> RollingBack -> InService on the old config: the new config never served (item 7)."""
+    """Updating -> RollingBack -> InService on the old config: the new config never served."""
     from semif_lib.aws.errors import AwsSetupError
 
     updates = _script_endpoint_update(aws_settings, ["Updating", "RollingBack"], "health check failed on the new variant")

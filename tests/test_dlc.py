@@ -1,4 +1,4 @@
-"""The DLC's whole region table (issue 14, item 2): every region's registry account and variant, China's domain, and an
+"""The DLC's whole region table: every region's registry account and variant, China's domain, and an
 early refusal, naming the region, where the DLC is not published (moto, two regions)."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_unpublished_region_fails_before_anything_is_created(aws, aws_settings, 
 
 
 def test_the_container_docs_cite_the_dlcs_current_build_files():
-    """Issue 22: the DLC's files are Dockerfile.cpu/.gpu/.arm64 with Python 3.12; issue 29: the tags carry v0.4.1 = b10964
+    """The DLC's files are Dockerfile.cpu/.gpu/.arm64 with Python 3.12, and AWS moves its tags: they carry v0.4.1 = b10964
     since 2026-09-25, b10433 before (read in aws/deep-learning-containers, so this checks the docs against the recorded
     facts, not against AWS)."""
     from semif_lib.aws.dlc import DLC_DOCKERFILES, DLC_LLAMA_CPP_REF

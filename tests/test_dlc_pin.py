@@ -1,4 +1,4 @@
-"""The DLC tag pinned for a run (issue 22): AWS moves `server-sagemaker-cpu-v1` to newer llama.cpp builds, so the text
+"""The DLC tag pinned for a run: AWS moves `server-sagemaker-cpu-v1` to newer llama.cpp builds, so the text
 endpoint (02) and the adapter's base (03) take one digest, read once and recorded in the state file.
 
 moto holds the DLC's repository in the same backend, under the DLC's registry id (moto keeps `registryId` on a

@@ -205,7 +205,7 @@ def test_work_limits_are_413s_naming_the_limit(faulty):
 
 
 def test_a_full_cache_still_admits_new_states(faulty):
-    """LRU: once the budget is full, a new state evicts the oldest prefix, not itself (it used to evict itself)."""
+    """LRU: once the budget is full, a new state evicts the oldest prefix, not itself (the newest is the one about to be read)."""
     faulty.plan.calls = set()
     faulty.clear_cache()
     for k in range(4):  # each prefix is about a third of the 512-token budget: the cache overflows

@@ -1,4 +1,4 @@
-"""GPU layers asked for on a machine where ggml registered no GPU device are refused at start-up (issue 22), in the
+"""GPU layers asked for on a machine where ggml registered no GPU device are refused at start-up, in the
 adapter (`semif serve`, the engine's model load), in the container's binding check (`IMAGE check`, which CodeBuild
 runs), and cuda Batch Transform is refused while its AMIs' driver is below the DLC's CUDA.
 

@@ -74,7 +74,7 @@ def test_failed_build_is_described():
 
 
 def test_a_failed_build_prints_the_last_lines_of_its_log(state, aws_settings):
-    """Issue 22: a failed build shows the last lines of its CloudWatch log (moto's CloudWatch Logs holds them), not
+    """A failed build shows the last lines of its CloudWatch log (moto's CloudWatch Logs holds them), not
     only phase names and a link. moto's builds always succeed, so BatchGetBuilds is turned into a failure on a
     botocore hook, naming the log group and stream CodeBuild writes (`logs.groupName` / `streamName`)."""
     import time
@@ -129,7 +129,7 @@ def test_unchanged_source_is_not_rebuilt(state, aws_settings):
     assert not make_client("codebuild", aws_settings).list_projects()["projects"]
 
 
-# ------------------------------------------------------------------ the Dockerfile's DLC variants (issue 14: arm64 repository)
+# ------------------------------------------------------------------ the Dockerfile's DLC variants (arm64 has its own repository)
 def test_every_dlc_variant_builds_on_its_own_repository():
     """`--build-arg DLC_VARIANT=arm64` starts from llama-cpp-arm64 (the arm64 repository), cpu and cuda from llama-cpp,
     and CodeBuild's BASE_IMAGE wins whatever the variant."""
@@ -144,7 +144,7 @@ def test_every_dlc_variant_builds_on_its_own_repository():
     assert dockerfile_base({"BASE_IMAGE": given}) == dockerfile_base({"BASE_IMAGE": given, "DLC_VARIANT": "arm64"}) == given
 
 
-# ------------------------------------------------------------------ issue 30: a manifest SageMaker's CreateModel takes
+# ------------------------------------------------------------------ a manifest SageMaker's CreateModel takes (Docker v2)
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 

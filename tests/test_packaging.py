@@ -105,7 +105,7 @@ def test_local_mode_packages_without_aws(tmp_path, fake_gguf):
     assert info["model_data_url"].startswith("file://") and not info["uploaded"]
 
 
-# ------------------------------------------------------------------ issue 23: inspected first, split GGUFs, big models
+# ------------------------------------------------------------------ inspected first, split GGUFs, big models
 LLAMA3_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + "
                    "message['content'] | trim + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}"
                    "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")

@@ -1,4 +1,4 @@
-"""Studio's default role and the caller's permissions (issue 14, item 3): the shipped caller policy grants
+"""Studio's default role and the caller's permissions: the shipped caller policy grants
 exactly what the workshop calls, and notebook 01's check reports, before anything is created, which
 needed actions the caller has (IAM policy simulation where allowed, otherwise dry calls)."""
 
@@ -289,7 +289,7 @@ def test_studio_default_role_packages_into_the_default_bucket(aws, aws_settings,
     as_studio()
 
 
-# ------------------------------------------------------------------ issue 22: the check per step, rows in context
+# ------------------------------------------------------------------ the check per step, rows in context
 def test_each_step_stops_only_on_its_own_rows(aws, aws_settings, fake_gguf, monkeypatch):
     """Studio's default role (moto's AmazonSageMakerFullAccess document, enforced on S3 and IAM): notebook 01's step
     passes and says which later steps will stop; step 03 stops on CodeBuild, in one line naming the actions and the fix."""

@@ -1,4 +1,4 @@
-"""The settings file a notebook kernel reads (issue 22): a terminal's `export SEMIF_TARGET=aws` never reaches a
+"""The settings file a notebook kernel reads: a terminal's `export SEMIF_TARGET=aws` never reaches a
 Studio kernel, so `load_settings` also reads `~/.semif/settings.env` (or `SEMIF_SETTINGS_FILE`), the environment
 winning over it, and the notebook's first line says where the target came from."""
 

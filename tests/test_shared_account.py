@@ -1,4 +1,4 @@
-"""Shared accounts and regions (issue 14, items 4 and 5): runs that share an account's bucket keep apart, a
+"""Shared accounts and regions: runs that share an account's bucket keep apart, a
 run's cleanup deletes only what it recorded (the bucket only when empty and its own), and cleanup works in
 the region the state file records, refusing a session in another one (moto, two regions)."""
 

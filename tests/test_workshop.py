@@ -200,7 +200,7 @@ def test_cli_status_and_cleanup(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "state.json").exists()
 
 
-# ------------------------------------------------------------------ issue 14, item 1: Batch Transform follows the image variant
+# ------------------------------------------------------------------ Batch Transform follows the image variant
 def _variant_settings(aws_settings, variant: str):
     return aws_settings.model_copy(update={"dlc_variant": variant, "arm_instance_type": "ml.m5.large",
                                            "state_file": aws_settings.state_file.with_name(f"{variant}.json")})
@@ -227,7 +227,7 @@ def test_batch_transform_refuses_the_arm64_image(aws, aws_settings, fake_gguf, t
 
 
 def test_cuda_batch_transform_is_refused_with_its_reason(aws, aws_settings):
-    """Issue 22: the batch GPU AMIs' driver 535 is below what the DLC's CUDA 13 needs; refused until a real account shows it works."""
+    """The batch GPU AMIs' driver 535 is below what the DLC's CUDA 13 needs; refused until a real account shows it works."""
     from semif_lib.aws.errors import AwsSetupError
     from semif_lib.aws.scaling import transform_resources
 
