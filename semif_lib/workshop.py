@@ -21,19 +21,16 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .invocation import build_chat_request, encode_payload
 from .model.package import build_model_package
-from .registry import KeptResource, WorkshopState, resource_name
+from .registry import KeptResource, WorkshopState
 from .settings import Settings
 from .targets import (
     LocalServerError,
     extract_model_package,
     load_state,
     owner_of,
-    require_container_runtime,
-    resolve_text_image,
     select_target,
     settings_and_state,
     settings_for_cleanup,
-    start_local_container,
     start_local_server,
 )
 
@@ -52,12 +49,7 @@ __all__ = [
     "invoke_decision",
     "load_state",
     "package_model",
-    "resource_name",
     "score_jsonlines",
-    "require_container_runtime",
-    "resolve_text_image",
-    "settings_for_cleanup",
-    "start_local_container",
     "start_local_server",
     "stream_chat",
 ]

@@ -10,8 +10,8 @@ from support.aws import make_fake_gguf
 
 
 def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
-    from semif_lib.aws.packaging import build_model_tarball, list_tarball
     from semif_lib.model.locate import find_gguf_in_dir, hash_file
+    from semif_lib.model.package import build_model_tarball, list_tarball
     from semif_lib.workshop import extract_model_package
 
     package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
@@ -27,7 +27,7 @@ def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
 
 
 def test_tarball_is_reused_for_the_same_model(tmp_path, fake_gguf):
-    from semif_lib.aws.packaging import build_model_tarball
+    from semif_lib.model.package import build_model_tarball
 
     first = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
     mtime = first.tarball.stat().st_mtime_ns
@@ -53,8 +53,9 @@ def test_bucket_is_private_and_encrypted(state, aws_settings):
 def test_upload_is_encrypted_and_idempotent(state, aws_settings, fake_gguf, tmp_path, monkeypatch):
     from semif_lib.aws import packaging
     from semif_lib.aws.clients import make_client
+    from semif_lib.model.package import build_model_tarball
 
-    package = packaging.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
     first = packaging.upload_model(package, settings=aws_settings, state=state, progress=False)
     assert not first.skipped and first.uri.endswith(f"/models/{package.sha256[:12]}/model.tar.gz")
     head = make_client("s3", aws_settings).head_object(Bucket=first.bucket, Key=first.key)
@@ -72,10 +73,11 @@ def test_upload_is_encrypted_and_idempotent(state, aws_settings, fake_gguf, tmp_
 def test_big_models_go_up_in_parts(state, aws_settings, fake_gguf, tmp_path, monkeypatch):
     from semif_lib.aws import packaging
     from semif_lib.aws.clients import make_client
+    from semif_lib.model.package import build_model_tarball
 
     monkeypatch.setattr(packaging, "MULTIPART_THRESHOLD", 5 << 20)
     monkeypatch.setattr(packaging, "MULTIPART_CHUNK", 5 << 20)
-    package = packaging.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
     big = tmp_path / "incompressible.bin"  # zeros compress to nothing: upload a random file the same way
     big.write_bytes(__import__("os").urandom(11 << 20))
     bucket = packaging.ensure_bucket(aws_settings, state)

@@ -131,7 +131,7 @@ def test_container_target_refuses_an_image_it_cannot_run_and_removes_what_it_ran
 
 # ------------------------------------------------------------------ AWS, on moto
 def test_aws_target_publishes_records_the_region_and_removes_on_moto(aws, aws_settings, fake_gguf):
-    from semif_lib.aws.packaging import build_model_tarball
+    from semif_lib.model.package import build_model_tarball
     from semif_lib.targets import AwsTarget, load_state
 
     target = AwsTarget(aws_settings)

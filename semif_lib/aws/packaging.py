@@ -2,8 +2,7 @@
 SageMaker model data.
 
 The GGUF's sha256 is recorded beside the tarball and in the S3 object's metadata, so a second upload
-of the same model is skipped. `ModelPackage`, `build_model_tarball` and `list_tarball` are
-re-exported from `model.package`, where every target builds the package.
+of the same model is skipped. The package itself is built by `model.package`, for every target.
 """
 
 from __future__ import annotations
@@ -12,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..model.package import ModelPackage, build_model_tarball, list_tarball
+from ..model.package import ModelPackage
 from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import get_account_id, get_region, make_client
 from .errors import AwsSetupError, error_code, is_not_found
 from .state import settings_and_state
 
-__all__ = ["ModelPackage", "UploadResult", "bucket_region", "build_model_tarball", "ensure_bucket", "list_tarball", "upload_model"]
+__all__ = ["UploadResult", "bucket_region", "ensure_bucket", "upload_model"]
 
 SHA_METADATA_KEY = "gguf-sha256"  # S3 user metadata: x-amz-meta-gguf-sha256
 MULTIPART_THRESHOLD = 64 << 20

@@ -18,7 +18,7 @@ from ..settings import Settings
 from .clients import make_client
 from .errors import DENIED_CODES, error_code, is_not_found
 
-__all__ = ["DELETERS", "KeptResource", "delete_resource"]
+__all__ = ["DELETERS", "delete_resource"]
 
 
 def _gone(call: Callable[[], Any]) -> bool:

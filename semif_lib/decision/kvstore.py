@@ -20,7 +20,7 @@ from typing import Protocol, Sequence
 from ..errors import EngineStateError, SemifError
 from .prefix_cache import AcquirePlan, CacheEntry, Lease, PrefixCache, Snapshot
 
-__all__ = ["AcquirePlan", "Counters", "KVMemory", "KVStore", "Lease"]
+__all__ = ["Counters", "KVMemory", "KVStore", "Lease"]
 
 log = logging.getLogger("semif.engine")
 

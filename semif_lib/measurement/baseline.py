@@ -44,7 +44,7 @@ def open_chat_model(settings: Settings, model_path: Path | str | None = None, lo
     """A high-level `Llama` with every default set explicitly (its own defaults differ from the C ones)."""
     from llama_cpp import Llama
 
-    from ..decision.engine import ensure_backend
+    from ..decision.backend import ensure_backend
 
     ensure_backend(settings.verbose)
     path = Path(model_path) if model_path else find_model_path(settings.model_path, settings.model_dir)
