@@ -250,19 +250,28 @@ DECISION_RESULT = {"model": "SmolLM2-135M-Instruct.Q4_1",
                    "x_timing": {"mode": "parallel", "prefill_s": 0.2, "branches_s": 0.2, "total_s": 0.4}}
 
 
-@pytest.fixture
-def moto_env(tmp_path):
-    """One moto server per walk (each walk's account starts empty), the environment the kernels get, and the
-    test process's own credentials: moto's administrator, which makes the identities and counts what is left."""
+@pytest.fixture(scope="module")
+def moto_url():
+    """One moto server for the module's walks (each walk resets it first, see `moto_env`)."""
     pytest.importorskip("moto.server")
     from moto.server import ThreadedMotoServer
 
-    folder = tmp_path
-    gguf = make_fake_gguf(folder / "models" / "tiny-test.Q4_0.gguf")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def moto_env(moto_url, tmp_path):
+    """Each walk's account starts empty on the module's moto server; the environment the kernels get, and the
+    test process's own credentials: moto's administrator, which makes the identities and counts what is left."""
+    folder = tmp_path
+    gguf = make_fake_gguf(folder / "models" / "tiny-test.Q4_0.gguf")
+    url = moto_url
     env = _clean_env(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
                      AWS_DEFAULT_REGION=REGION, AWS_REGION=REGION, AWS_EC2_METADATA_DISABLED="true",
                      AWS_CONFIG_FILE=str(folder / "no-config"), AWS_SHARED_CREDENTIALS_FILE=str(folder / "no-credentials"),
@@ -273,14 +282,13 @@ def moto_env(tmp_path):
     import boto3
     import httpx
 
-    # moto keeps its accounts in this process, past a server's stop: reset, so each walk's account starts empty
+    # the previous walk's resources (and any other moto user's in this process): reset, so this walk's account starts empty
     httpx.post(f"{url}/moto-api/reset", timeout=30).raise_for_status()
     publish_dlc_images(boto3.client("ecr", region_name=REGION, endpoint_url=url, aws_access_key_id="testing",
                                     aws_secret_access_key="testing", aws_session_token="testing"))
     try:
         yield env
     finally:
-        server.stop()
         from semif_lib.aws import clients as aws
 
         aws.reset_sessions()
