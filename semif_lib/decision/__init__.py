@@ -2,12 +2,12 @@
 
 `schema` (the request on the wire), `responses` (the response), `validation` (strict JSON, errors naming the
 field), `prompt` (chat template, answer slots), `preparer` (limits, tokenization, slot checks), `engine` (the
-scheduler: score, score_batch), `backend` (the llama.cpp model, context and batch), `kvstore` (prefixes
-leased, spilled, restored; the KV invariant), `prefix_cache` (the index it keeps), `planner` (rounds and
-waves), `modes` (fresh, serial, parallel, oneshot), `tokentree` (branch tokens shared once), `readout` (logits
-to answers), `calibrator` (applying a fitted file), `conformal` (prediction sets and abstention, fitted and
-served alike), `conditioning` (`x_after`: questions conditioned on earlier answers) and `openai_schema` (the
-OpenAI Decisions wire: its parser and answer builder).
+scheduler: score, score_batch), `bookkeeping` (timings and usage in the response), `backend` (the llama.cpp
+model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV invariant), `prefix_cache`
+(the index it keeps), `planner` (rounds and waves), `modes` (fresh, serial, parallel, oneshot), `tokentree`
+(branch tokens shared once), `readout` (logits to answers), `calibrator` (applying a fitted file), `conformal`
+(prediction sets and abstention, fitted and served alike), `conditioning` (`x_after`: questions conditioned on
+earlier answers) and `openai_schema` (the OpenAI Decisions wire: its parser and answer builder).
 
 Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `model.locate`),
 never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`

@@ -10,14 +10,14 @@
 and `modes.ModeRunner` runs the execution modes, which give the same answers within
 quantization noise (see `modes`). A request walks: `score` -> `prepare` -> `store.acquire`
 (hit, copy, restore, restore-and-cut or prefill) -> the mode's decodes -> `store.release`
-(spilled to host memory) -> `readout.read_answers`.
+(spilled to host memory) -> `readout.read_answers` -> `bookkeeping.build_response` (timings, usage).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
@@ -26,6 +26,7 @@ from ..model.hub import hub_origin
 from ..model.locate import find_model_path
 from ..settings import MODES, Settings, load_settings
 from .backend import LlamaBackend, ensure_backend, inject_faults, make_fault_plan
+from .bookkeeping import Timings, build_response
 from .conditioning import order_waves, score_in_waves
 from .kvstore import Counters, KVStore, Lease
 from .modes import ModeRunner
@@ -33,36 +34,13 @@ from .planner import Capacity, Round, plan_rounds
 from .preparer import PreparedRequest, RequestPreparer
 from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
-from .responses import DecisionResponse, Usage
+from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
 
-__all__ = ["DecisionEngine", "EngineMode", "Timings", "ensure_backend", "open_engine"]
+__all__ = ["DecisionEngine", "EngineMode", "ensure_backend", "open_engine"]
 
 EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
 Result = DecisionResponse | SemifError
-
-
-@dataclass
-class Timings:
-    """When each phase of a request (or of the round it ran in) ended, on `time.perf_counter`."""
-
-    start: float
-    prepared: float = 0.0
-    prefilled: float = 0.0  # the shared prefix was ready (== prepared when a mode has none)
-    branched: float = 0.0
-
-    @classmethod
-    def begin(cls) -> "Timings":
-        return cls(time.perf_counter())
-
-    def fields(self) -> dict[str, float]:
-        """The response's `timing` seconds; `score` and `score_batch` report the same fields, measured the same way."""
-        return {
-            "prepare_s": round(self.prepared - self.start, 6),
-            "prefill_s": round(self.prefilled - self.prepared, 6),
-            "branches_s": round(self.branched - self.prefilled, 6),
-            "total_s": round(time.perf_counter() - self.start, 6),
-        }
 
 
 class DecisionEngine:
@@ -340,22 +318,8 @@ class DecisionEngine:
         """Read the answers and assemble the response."""
         answers = read_answers(prep, self.calibration, include_logits)
         self.counters.requests += 1
-        timing: dict[str, Any] = {"mode": mode}
-        if batched is not None:
-            timing["batched_requests"] = batched
-        timing.update(timings.fields())
-        timing.update({
-            "prefix_tokens": len(prep.prefix),
-            "suffix_tokens": prep.suffix_lengths,
-            "branch_tokens": self.counters.branch_tokens - branch_tokens_before,  # decoded after the prefix, shared tokens once
-        })
-        return DecisionResponse(
-            model=self.model_id,
-            answers=answers,
-            usage=Usage(input_tokens=prep.input_tokens, output_tokens=0, cached_tokens=cached),
-            timing=timing,
-            model_info=self.model_info,
-        )
+        return build_response(prep, answers, model=self.model_id, model_info=self.model_info, mode=mode, cached=cached,
+                              timings=timings, branch_tokens=self.counters.branch_tokens - branch_tokens_before, batched=batched)
 
 
 def open_engine(model: Path | str | None = None, **overrides: Any) -> DecisionEngine:
