@@ -148,7 +148,7 @@ def test_the_decision_path_prompt_is_what_the_engine_renders(engine, example_req
 # ---------------------------------------------------------------- against a running llama-server
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    from semif_lib.containers import find_llama_server, start_native_text_server
+    from semif_lib.containers.textserver import find_llama_server, start_native_text_server
     from semif_lib.model.locate import find_model_path
     from semif_lib.processes import stop_process
 

@@ -202,7 +202,7 @@ def fake_peer(monkeypatch):
 
     import httpx
 
-    from semif_lib import containers
+    from semif_lib.containers import textserver
     from semif_lib.model import locate
 
     @contextmanager
@@ -217,7 +217,7 @@ def fake_peer(monkeypatch):
     _FakeServers.calls = []
     monkeypatch.setattr(httpx, "Client", _FakeServers)
     monkeypatch.setattr(peer_run, "running_serve", serve)
-    monkeypatch.setattr(containers, "run_text_server", text_server)
+    monkeypatch.setattr(textserver, "run_text_server", text_server)
     monkeypatch.setattr(locate, "find_model_path", lambda path=None: Path("model.gguf"))
     written: list[dict] = []
     write = peer_run.write_result

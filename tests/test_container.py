@@ -231,7 +231,9 @@ def test_entrypoint_serve_answers_ping_and_invocations(opt_ml_model, example_req
 @pytest.mark.server
 def test_auto_text_server_falls_back_to_native_and_says_why(tmp_path):
     """`run_text_server(kind="auto")` with no usable runtime runs llama-server natively and records why."""
-    from semif_lib.containers import ContainerError, ContainerRuntime, SemifError, find_llama_server, run_text_server
+    from semif_lib.containers.runtime import ContainerError, ContainerRuntime
+    from semif_lib.containers.textserver import find_llama_server, run_text_server
+    from semif_lib.errors import SemifError
 
     assert issubclass(ContainerError, SemifError) and ContainerError("x").status_code == 503  # the CLI prints one line
     broken = ContainerRuntime("false")  # a CLI that fails every call: image_exists says no

@@ -23,7 +23,7 @@ from support.servers import free_port
 
 @pytest.fixture(scope="module")
 def decision_container(container_runtime, adapter_image, packaged_model_dir):
-    from semif_lib.containers import run_container
+    from semif_lib.containers.runtime import run_container
 
     container = run_container(container_runtime, adapter_image, packaged_model_dir, free_port(),
                               {"SEMIF_THREADS": "2", "SEMIF_N_CTX": "4096", "SEMIF_CACHE_TOKENS": "2048"}, startup_timeout_s=120)
@@ -33,7 +33,7 @@ def decision_container(container_runtime, adapter_image, packaged_model_dir):
 
 def test_the_binding_check_passes_inside(container_runtime, adapter_image):
     """The startup check on the image's own llama.cpp: build read from llama-server, verified binding, backends loaded."""
-    from semif_lib.containers import LLAMA_CPP_BUILD
+    from semif_lib.containers.images import LLAMA_CPP_BUILD
     from semif_lib.llamabuilds import binding_for_build
 
     done = container_runtime.run("run", "--rm", adapter_image, "check", check=False, timeout_s=120)
@@ -104,7 +104,7 @@ def test_bad_request_is_a_4xx_naming_the_field(decision_container):
 
 def test_stop_drains_the_request_in_flight_and_exits_0(container_runtime, adapter_image, packaged_model_dir):
     """`docker stop -t 30` (SIGTERM) while a long request is computed: it is answered, then the container exits 0."""
-    from semif_lib.containers import run_container
+    from semif_lib.containers.runtime import run_container
 
     with (DATA / "examples.jsonl").open() as fh:
         request = json.loads(fh.readline())
@@ -139,7 +139,7 @@ def test_the_replica_finds_the_model_as_the_dlc_does(container_runtime, replica_
     """The first *.gguf up to two levels under /opt/ml/model. With none, the DLC's llama.cpp (b1043x) does not
     fail: llama-server starts in router mode with no model, /ping answers 200 (the endpoint would go InService)
     and every /invocations is a 400. Worth knowing before a deployment: check /v1/models lists the model."""
-    from semif_lib.containers import run_container
+    from semif_lib.containers.runtime import run_container
 
     nested = tmp_path / "model"
     (nested / "weights").mkdir(parents=True)
@@ -165,7 +165,7 @@ def test_the_replica_finds_the_model_as_the_dlc_does(container_runtime, replica_
 
 def test_a_container_that_cannot_start_is_removed(container_runtime, replica_image, packaged_model_dir):
     """`run -d` creates the container before starting it: a start failure must not leave it behind."""
-    from semif_lib.containers import ContainerError, run_container
+    from semif_lib.containers.runtime import ContainerError, run_container
 
     with pytest.raises(ContainerError, match="failed"):
         run_container(container_runtime, replica_image, packaged_model_dir, free_port(), name="semif-cannot-start",
@@ -176,7 +176,7 @@ def test_a_container_that_cannot_start_is_removed(container_runtime, replica_ima
 def test_dlc_check_reads_the_build_from_the_images_own_llama_server(container_runtime, replica_image, capsys):
     """`semif dlc check --image IMAGE --run`: the drift check's reading, on the replica of today's DLC (no AWS call)."""
     from semif_lib.cli import main
-    from semif_lib.containers import LLAMA_CPP_BUILD
+    from semif_lib.containers.images import LLAMA_CPP_BUILD
     from semif_lib.llamabuilds import binding_for_build
 
     assert main(["dlc", "check", "--image", replica_image, "--run"]) == 0

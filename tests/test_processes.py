@@ -116,8 +116,9 @@ os.execv(sys.executable, [sys.executable, "-c", {SERVER!r}, port])
 
 
 def test_the_native_text_server_runs_through_the_harness(tmp_path, monkeypatch):
-    """`containers.run_text_server(kind="native")`: llama-server started, /health awaited, SIGTERM on exit."""
-    from semif_lib.containers import ContainerError, run_text_server, start_native_text_server
+    """`containers.textserver.run_text_server(kind="native")`: llama-server started, /health awaited, SIGTERM on exit."""
+    from semif_lib.containers.runtime import ContainerError
+    from semif_lib.containers.textserver import run_text_server, start_native_text_server
 
     binary = tmp_path / "llama-server"
     binary.write_text(FAKE_LLAMA_SERVER)

@@ -41,7 +41,7 @@ def twin(request) -> Iterator[TextEndpoint]:
         with running_server(command, server_env(port, **SM_ENV), port) as server:
             yield TextEndpoint(server.url, "twin")
         return
-    from semif_lib.containers import run_container
+    from semif_lib.containers.runtime import run_container
 
     runtime = request.getfixturevalue("container_runtime")
     image = request.getfixturevalue("replica_image")

@@ -26,7 +26,7 @@ def container_settings(tmp_path, monkeypatch, container_runtime, replica_image):
 @pytest.mark.model
 def test_the_workshop_steps_run_on_the_images(container_settings, container_runtime, example_requests):
     from semif_lib import workshop
-    from semif_lib.containers import ADAPTER_IMAGE, REPLICA_IMAGE
+    from semif_lib.containers.images import ADAPTER_IMAGE, REPLICA_IMAGE
 
     settings, said = container_settings, []
     workshop.package_model(settings=settings, progress=False)

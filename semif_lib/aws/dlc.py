@@ -235,7 +235,7 @@ def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -
     every account has on the DLC), the image's creation date from its config where ecr:GetDownloadUrlForLayer allows,
     and, with `run`, the build its own llama-server prints (docker or podman, logged in to the DLC registry). `image`
     (any reference, e.g. a local replica) skips the registry."""
-    from ..containers import find_container_runtime, read_image_build
+    from ..containers.runtime import find_container_runtime, read_image_build
     from ..llamabuilds import BindingMismatchError, binding_for_build, release_at
 
     notes: list[str] = []

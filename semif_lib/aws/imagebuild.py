@@ -279,7 +279,7 @@ def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", settings: Se
     """
     import base64
 
-    from ..containers import image_exists
+    from ..containers.runtime import image_exists
 
     uri = resolve_dlc_image_uri(region, variant)
     if image_exists(runtime, uri):

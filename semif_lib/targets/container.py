@@ -21,7 +21,7 @@ __all__ = ["ContainerTarget", "delete_local_container", "require_container_runti
 
 def require_container_runtime() -> Any:
     """The docker or podman CLI for target=container, or one line on how to get one."""
-    from ..containers import find_container_runtime
+    from ..containers.runtime import find_container_runtime
 
     runtime = find_container_runtime()
     if runtime is None:
@@ -34,7 +34,7 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
                           env: Mapping[str, str] | None = None, log: Callable[[str], None] = print) -> str:
     """Run `image` as SageMaker does (`run IMAGE serve`, model read-only at /opt/ml/model, SIGTERM on stop),
     its port 8080 published where `SEMIF_LOCAL_{DECISION,TEXT}_URL` says; recorded for `cleanup()`."""
-    from ..containers import ContainerError, run_container
+    from ..containers.runtime import ContainerError, run_container
     from ..model.package import plan_hosting
 
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
@@ -58,7 +58,8 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
 def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], None] = print) -> str:
     """The text path's image for target=container: the real llama.cpp DLC if it is here or AWS credentials
     can pull it, else the local replica (container/replica/Dockerfile), built on first use."""
-    from ..containers import REPLICA_IMAGE, build_replica_image, image_exists
+    from ..containers.images import REPLICA_IMAGE, build_replica_image
+    from ..containers.runtime import image_exists
 
     try:
         from ..aws.clients import get_region
@@ -80,7 +81,7 @@ def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], No
 
 def delete_local_container(entry: dict[str, Any]) -> bool:
     """Stop a container this target started (SIGTERM, SIGKILL after 30 s) and remove it; False when it was gone."""
-    from ..containers import ContainerRuntime, RunningContainer
+    from ..containers.runtime import ContainerRuntime, RunningContainer
 
     runtime = ContainerRuntime(entry["runtime"])
     if runtime.run("container", "inspect", entry["name"], check=False).returncode != 0:
@@ -103,8 +104,8 @@ class ContainerTarget(MachineTarget):
         return url
 
     def build_adapter_image(self, state: WorkshopState, wait: bool, log: Callable[[str], None]) -> str:
-        from ..containers import ADAPTER_IMAGE
-        from ..containers import build_adapter_image as build_image_here
+        from ..containers.images import ADAPTER_IMAGE
+        from ..containers.images import build_adapter_image as build_image_here
 
         runtime = require_container_runtime()
         base = state.get("text_image") or resolve_text_image(self.settings, runtime, log)

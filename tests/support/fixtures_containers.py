@@ -15,7 +15,7 @@ import pytest
 @pytest.fixture(scope="session")
 def container_runtime():
     """The docker or podman CLI; tests that run images skip with one line where there is none."""
-    from semif_lib.containers import find_container_runtime
+    from semif_lib.containers.runtime import find_container_runtime
 
     runtime = find_container_runtime()
     if runtime is None:
@@ -35,7 +35,7 @@ def container_runtime():
 @pytest.fixture(scope="session")
 def replica_image(container_runtime, tmp_path_factory):
     """The DLC replica, built from this checkout on llama.cpp from container/build_libllama.sh (seconds once built)."""
-    from semif_lib.containers import LLAMA_CPP_DIR, build_replica_image
+    from semif_lib.containers.images import LLAMA_CPP_DIR, build_replica_image
 
     if not (LLAMA_CPP_DIR / "llama-server").is_file():
         pytest.skip(f"no llama-server in {LLAMA_CPP_DIR}: run container/build_libllama.sh (CI: .ci/container_setup.sh)")
@@ -45,7 +45,7 @@ def replica_image(container_runtime, tmp_path_factory):
 @pytest.fixture(scope="session")
 def adapter_image(container_runtime, replica_image, tmp_path_factory):
     """container/Dockerfile, unchanged, FROM the replica through BASE_IMAGE (as CodeBuild passes the DLC's)."""
-    from semif_lib.containers import build_adapter_image
+    from semif_lib.containers.images import build_adapter_image
 
     return build_adapter_image(container_runtime, replica_image, log_dir=tmp_path_factory.mktemp("adapter-build"))
 

@@ -192,7 +192,7 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
     """
     from importlib import metadata
 
-    from ....containers import find_llama_server
+    from ....containers.textserver import find_llama_server
 
     binary = find_llama_server()
     directory = binary.parent.resolve() if binary else None
@@ -211,7 +211,7 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
 
 def offers_flag(flag: str) -> bool | None:
     """Whether the native llama-server's `--help` lists `flag` (None when there is no native binary to ask)."""
-    from ....containers import find_llama_server
+    from ....containers.textserver import find_llama_server
 
     binary = find_llama_server()
     if binary is None:
@@ -241,7 +241,7 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     import httpx
     from tqdm.auto import tqdm
 
-    from ....containers import run_text_server
+    from ....containers.textserver import run_text_server
     from ....model.locate import find_model_path
 
     check_paths(config.paths)
