@@ -7,7 +7,7 @@ endpoint starts from the same llama-server settings everywhere (`text_settings`:
 defaults, updated with a notebook's own).
 
 This is plumbing: pure functions, standard library only. The targets on this machine and the AWS
-wing (`aws.deployment`, which re-exports these names) both call them.
+wing (`aws.deployment`, `aws.invocations`) both call them.
 """
 
 from __future__ import annotations

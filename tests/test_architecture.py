@@ -24,7 +24,7 @@ MIXED_PACKAGES = ("model",)
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 350
 LONG_MODULES = {  # over MAX_MODULE_LINES when the limit came (issue 31), each to be split by its owner
-    "semif_lib.aws.deployment", "semif_lib.aws.preflight",
+    "semif_lib.aws.preflight",
 }
 # The measurement wing's rooms, and the modules both rooms share (`semif_lib/measurement/__init__.py`)
 MEASUREMENT_ROOMS = ("bench", "quality")

@@ -9,7 +9,8 @@ import pytest
 
 # ------------------------------------------------------------------ environment
 def test_container_env_uses_the_twin_translation():
-    from semif_lib.aws.deployment import build_container_env, default_text_settings
+    from semif_lib.aws.deployment import build_container_env
+    from semif_lib.invocation import default_text_settings
     from semif_lib.llama_flags import translate_sm_env
 
     env = build_container_env(default_text_settings("cuda"))
@@ -46,11 +47,8 @@ def _events(raw: bytes, cut: list[int]) -> list[dict]:
 
 
 def test_stream_parsing_survives_any_split():
-    from semif_lib.aws.deployment import (
-        iter_chat_deltas,
-        iter_payload_parts,
-        iter_sse_events,
-    )
+    from semif_lib.aws.invocations import iter_payload_parts
+    from semif_lib.invocation import iter_chat_deltas, iter_sse_events
 
     chunks = ["Hel", "lo, ", "wörld", "!"]
     raw = b"".join(
@@ -65,7 +63,7 @@ def test_stream_parsing_survives_any_split():
 
 
 def test_stream_errors_raise():
-    from semif_lib.aws.deployment import iter_payload_parts
+    from semif_lib.aws.invocations import iter_payload_parts
 
     stream = [{"PayloadPart": {"Bytes": b"data: {}\n"}}, {"ModelStreamError": {"ErrorCode": "ModelError", "Message": "boom"}}]
     with pytest.raises(RuntimeError, match="ModelError boom"):
@@ -73,7 +71,7 @@ def test_stream_errors_raise():
 
 
 def test_payload_encoding_is_compact_and_bounded():
-    from semif_lib.aws.deployment import build_chat_request, encode_payload
+    from semif_lib.invocation import build_chat_request, encode_payload
 
     body = encode_payload(build_chat_request("hi", stream=True, temperature=0))
     assert body == b'{"messages":[{"role":"user","content":"hi"}],"max_tokens":256,"temperature":0,"stream":true}'
@@ -173,7 +171,7 @@ def test_cuda_text_endpoint_merges_the_notebooks_settings(aws, aws_settings, fak
 
 
 def test_text_settings_merge_and_drop():
-    from semif_lib.aws.deployment import text_settings
+    from semif_lib.invocation import text_settings
 
     assert text_settings("cuda", {"ctx_size": 1024}) == {"ctx_size": 1024, "jinja": True, "n_gpu_layers": 999}
     assert text_settings("cuda", {"n_gpu_layers": None}) == {"ctx_size": 4096, "jinja": True}  # None drops a default

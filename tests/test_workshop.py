@@ -153,7 +153,7 @@ def test_the_aws_path_through_a_moto_server(aws_credentials, tmp_path, fake_gguf
 def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monkeypatch):
     import requests
 
-    from semif_lib.aws import deployment
+    from semif_lib.aws import invocations
     from semif_lib.settings import Settings
     from semif_lib.workshop import WorkshopState, invoke_decision
 
@@ -165,14 +165,14 @@ def test_local_and_aws_send_the_same_bytes(aws, tmp_path, example_requests, monk
     (path, content_type, local_body), = adapter.seen
 
     sent: list[bytes] = []
-    real_runtime_client = deployment.runtime_client
+    real_runtime_client = invocations.runtime_client
 
     def observed(settings):  # the real (moto) client, with a hook that records the request body
         client = real_runtime_client(settings)
         client.meta.events.register("before-send.sagemaker-runtime.InvokeEndpoint", lambda request, **_: sent.append(request.body))
         return client
 
-    monkeypatch.setattr(deployment, "runtime_client", observed)  # where invoke_decision_endpoint looks it up
+    monkeypatch.setattr(invocations, "runtime_client", observed)  # where invoke_decision_endpoint looks it up
     remote = Settings(target="aws", aws_region="us-east-1", state_file=tmp_path / "aws.json", run_id="byt3s1")
     st_aws = WorkshopState.load(remote.state_file, "byt3s1")
     st_aws.set("decision_endpoint", "semif-decision-byt3s1")

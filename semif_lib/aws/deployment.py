@@ -1,4 +1,4 @@
-"""SageMaker real-time endpoints: the llama.cpp DLC (text) and our adapter image (decisions).
+"""SageMaker real-time endpoints: the llama.cpp DLC (text) and our adapter image (decisions), created and awaited.
 
 - `dlc.pin_dlc_image(settings, state)`: the DLC image (the region's registry account), pinned to the digest
   its tag names when the run first asks, so the text endpoint and the adapter's base are one llama.cpp build.
@@ -8,14 +8,11 @@
   through the SageMaker SDK's v3 resources (`sagemaker.core.resources.Model`, `EndpointConfig`,
   `Endpoint`), tagged and recorded in the workshop state; `wait_for_endpoint` shows progress and
   fails when an update rolls back.
-- `invoke_chat_endpoint`, `stream_chat_endpoint` (`invoke_endpoint_with_response_stream`, SSE parsed
-  by `iter_sse_events`), `invoke_decision_endpoint`.
 
-The request bytes, the chat body, the SSE parser and the text endpoint's llama-server defaults are
-the same for every target: they live in the plumbing (`semif_lib.invocation`) and are re-exported here.
-SageMaker's limits on a container's Environment map are `llama_flags`'s.
+Calling a deployed endpoint is `invocations`'s. The text endpoint's llama-server defaults are the same for
+every target (`semif_lib.invocation.text_settings`); SageMaker's limits on a container's Environment map
+are `llama_flags`'s.
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -23,21 +20,14 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
-from ..invocation import (
-    build_chat_request,
-    default_text_settings,
-    encode_payload,
-    iter_chat_deltas,
-    iter_sse_events,
-    text_settings,
-)
+from ..invocation import text_settings
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
 from ..model.package import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
-from .clients import get_region, make_client, make_session, runtime_client
+from .clients import get_region, make_client, make_session
 from .dlc import GPU_INFERENCE_AMI, pin_dlc_image
 from .errors import ResourceFailedError, is_not_found
 from .iamroles import resolve_execution_role
@@ -45,22 +35,15 @@ from .state import settings_and_state
 from .waits import poll_status, retry_while_role_propagates
 
 __all__ = [
-    "build_chat_request",
     "build_container_env",
-    "default_text_settings",
-    "text_settings",
+    "decision_container_env",
     "deploy_decision_endpoint",
     "deploy_endpoint",
     "deploy_text_endpoint",
     "ensure_endpoint",
     "ensure_endpoint_config",
     "ensure_model",
-    "encode_payload",
-    "invoke_chat_endpoint",
-    "invoke_decision_endpoint",
-    "iter_chat_deltas",
-    "iter_sse_events",
-    "stream_chat_endpoint",
+    "settle_endpoint",
     "validate_container_env",
     "wait_for_endpoint",
 ]
@@ -338,39 +321,3 @@ def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopSt
     image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
     return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait)
-
-
-# ====================================================================== payloads and invocation
-def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> dict[str, Any]:
-    runtime = runtime_client(settings or load_settings())
-    resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json", Body=body)
-    return json.loads(resp["Body"].read())
-
-
-def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | None = None, mode: str | None = None) -> dict[str, Any]:
-    """POST a decision request to the adapter endpoint; `mode` rides in CustomAttributes (`mode=serial`)."""
-    runtime = runtime_client(settings or load_settings())
-    kwargs: dict[str, Any] = {"EndpointName": endpoint, "ContentType": "application/json", "Accept": "application/json", "Body": body}
-    if mode:
-        kwargs["CustomAttributes"] = f"mode={mode}"
-    resp = runtime.invoke_endpoint(**kwargs)
-    return json.loads(resp["Body"].read())
-
-
-def stream_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> Iterator[str]:
-    """Text deltas from `invoke_endpoint_with_response_stream` (the DLC relays llama-server's SSE)."""
-    runtime = runtime_client(settings or load_settings())
-    resp = runtime.invoke_endpoint_with_response_stream(
-        EndpointName=endpoint, ContentType="application/json", Accept="text/event-stream", Body=body)
-    yield from iter_chat_deltas(iter_sse_events(iter_payload_parts(resp["Body"])))
-
-
-def iter_payload_parts(event_stream: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
-    """The bytes of each `PayloadPart` of a botocore response EventStream; stream errors raise."""
-    for event in event_stream:
-        if "PayloadPart" in event:
-            yield event["PayloadPart"]["Bytes"]
-        for error_key in ("ModelStreamError", "InternalStreamFailure"):
-            if error_key in event:
-                err = event[error_key]
-                raise RuntimeError(f"{error_key}: {err.get('ErrorCode', '')} {err.get('Message', '')}".strip())

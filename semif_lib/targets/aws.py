@@ -82,25 +82,25 @@ class AwsTarget:
             return deployment.deploy_decision_endpoint(settings=self.settings, state=state, wait=wait)
 
     def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
-        from ..aws import deployment
+        from ..aws import invocations
         from ..aws.errors import aws_errors
 
         with aws_errors("invoke_decision"):
-            return deployment.invoke_decision_endpoint(endpoint, body, settings=self.settings, mode=mode)
+            return invocations.invoke_decision_endpoint(endpoint, body, settings=self.settings, mode=mode)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
-        from ..aws import deployment
+        from ..aws import invocations
         from ..aws.errors import aws_errors
 
         with aws_errors("chat"):
-            return deployment.invoke_chat_endpoint(endpoint, body, settings=self.settings)
+            return invocations.invoke_chat_endpoint(endpoint, body, settings=self.settings)
 
     def stream_chat(self, endpoint: str, body: bytes) -> Iterator[str]:
-        from ..aws import deployment
+        from ..aws import invocations
         from ..aws.errors import aws_errors
 
         with aws_errors("stream_chat"):
-            yield from deployment.stream_chat_endpoint(endpoint, body, settings=self.settings)
+            yield from invocations.stream_chat_endpoint(endpoint, body, settings=self.settings)
 
     def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> str:
         from ..aws import scaling
