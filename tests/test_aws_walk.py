@@ -318,7 +318,7 @@ def test_a_kms_key_encrypts_the_bucket_the_objects_and_the_repository(state, aws
 
 # ------------------------------------------------------------------ what an event team pre-provisions
 def test_a_provisioned_codebuild_role_is_used_not_created(state, aws_settings, fake_gguf):
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions
     from semif_lib.aws.clients import make_client
     from semif_lib.workshop import build_adapter_image, load_state
 
@@ -331,13 +331,13 @@ def test_a_provisioned_codebuild_role_is_used_not_created(state, aws_settings, f
     project = make_client("codebuild", settings).batch_get_projects(names=["semif-adapter-build-t3st01"])["projects"][0]
     assert project["serviceRole"] == role
     assert [r["RoleName"] for r in iam.list_roles()["Roles"]] == ["event-codebuild"] and not st.find("iam_role")
-    rows = preflight.needs_in_context(settings, st)
+    rows = permissions.needs_in_context(settings, st)
     assert [n.resource for n in rows if n.action == "iam:PassRole" and n.step.startswith("03")] == [role]
     assert not any("semif-codebuild-" in n.resource for n in rows)
 
 
 def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions
     from semif_lib.aws.clients import make_client
     from semif_lib.workshop import build_adapter_image, deploy_decision_model, load_state, package_model
 
@@ -347,7 +347,7 @@ def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
     assert build_adapter_image(settings=settings, state=st, log=lambda _: None) == image
     assert own_repositories(make_client("ecr", settings)) == []
     assert make_client("codebuild", settings).list_projects()["projects"] == []
-    assert not any(n.step.startswith("03") for n in preflight.needs_in_context(settings, st))
+    assert not any(n.step.startswith("03") for n in permissions.needs_in_context(settings, st))
     fresh = load_state(settings.model_copy(update={"state_file": settings.state_file.with_name("no-03.json")}))
     package_model(fake_gguf, settings=settings, state=fresh, progress=False)
     name = deploy_decision_model(settings=settings, state=fresh)  # without notebook 03's state

@@ -42,17 +42,17 @@ def allows(policy: dict, action: str, resource: str, context: dict[str, str] | N
 def test_the_caller_policy_grants_every_needed_action(aws, aws_settings):
     """Each row is granted by the file it names (the caller policy, or the provisioning policy where no event team made
     the bucket and roles); the one row no file grants is optional (a bucket's public access block: S3's default)."""
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions, preflight
 
     policy = preflight.caller_policy(aws_settings)
-    policies = {preflight.CALLER_POLICY: policy, preflight.PROVISIONING_POLICY: preflight.provisioning_policy(aws_settings)}
+    policies = {permissions.CALLER_POLICY: policy, permissions.PROVISIONING_POLICY: preflight.provisioning_policy(aws_settings)}
     for document in policies.values():  # every placeholder filled in
         assert re.findall(r"\$\{([^}]+)\}", json.dumps(document)) == []
     values = _values(aws_settings, "t3st01")
-    missing = [f"{n.action} on {n.resource.format(**values)}" for n in preflight.NEEDS if not n.optional
+    missing = [f"{n.action} on {n.resource.format(**values)}" for n in permissions.NEEDS if not n.optional
                and not allows(policies[n.policy], n.action, n.resource.format(**values), {k: v.format(**values) for k, v in n.context})]
     assert missing == []
-    assert [n.action for n in preflight.NEEDS if n.policy is None] == ["s3:PutBucketPublicAccessBlock"]
+    assert [n.action for n in permissions.NEEDS if n.policy is None] == ["s3:PutBucketPublicAccessBlock"]
     # a role of another project, or one passed to another service, is not covered
     assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/admin", {"iam:PassedToService": "codebuild.amazonaws.com"})
     assert not allows(policy, "iam:PassRole", "arn:aws:iam::123456789012:role/semif-codebuild-t3st01",
@@ -75,7 +75,7 @@ def _record_calls(settings) -> list[tuple[str, str, dict]]:
 def test_every_call_the_workshop_makes_is_in_the_caller_policy(aws, aws_settings, fake_gguf, tmp_path, example_requests):
     """Record every AWS API call of a whole run (all steps, the check, cleanup) and map it to its IAM action."""
     from semif_lib import workshop
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions, preflight
 
     calls = _record_calls(aws_settings)
     st = workshop.load_state(aws_settings)
@@ -96,28 +96,28 @@ def test_every_call_the_workshop_makes_is_in_the_caller_policy(aws, aws_settings
     assert not workshop.cleanup(settings=aws_settings, state=st).failed
     granted = [s for p in (preflight.caller_policy(aws_settings), preflight.provisioning_policy(aws_settings))
                for s in p["Statement"] if s["Effect"] == "Allow"]
-    needed = {a for service, op, params in calls for a in preflight.iam_action_for(service, op, params)}
+    needed = {a for service, op, params in calls for a in permissions.iam_action_for(service, op, params)}
     probes = {"iam:SimulatePrincipalPolicy", "servicequotas:ListServiceQuotas"}  # the check itself; optional (`?` without)
-    optional = {n.action for n in preflight.NEEDS if n.optional}  # the step goes on without it (S3's default)
+    optional = {n.action for n in permissions.NEEDS if n.optional}  # the step goes on without it (S3's default)
     administrator = {"iam:CreatePolicy"}  # the permissions boundary: made once per account by an administrator (moto's here)
     uncovered = sorted(a for a in needed - probes - optional - administrator if not any(
         fnmatch.fnmatchcase(a.lower(), x.lower()) for s in granted for x in _as_list(s["Action"])))
     assert uncovered == []
     assert {"codebuild:CreateProject", "iam:CreateRole", "iam:PassRole", "sagemaker:CreateModel", "s3:PutObject",
             "iam:CreatePolicy"} <= needed
-    assert sorted(needed - {n.action for n in preflight.NEEDS} - probes - administrator) == [], "the check's table lists every action"
+    assert sorted(needed - {n.action for n in permissions.NEEDS} - probes - administrator) == [], "the check's table lists every action"
 
 
 def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings):
     from semif_lib import workshop
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions
     from semif_lib.aws.clients import make_client
 
     st = workshop.load_state(aws_settings)
     lines: list[str] = []
     check = workshop.check_permissions(settings=aws_settings, state=st, log=lines.append)
     assert check.method == "dry calls"  # moto has no iam:SimulatePrincipalPolicy
-    assert [r["action"] for r in check.rows] == [n.action for n in preflight.NEEDS]
+    assert [r["action"] for r in check.rows] == [n.action for n in permissions.NEEDS]
     assert check.missing == [] and check.unchecked
     assert all(r["allowed"] is True for r in check.rows if r["how"].startswith("dry call"))
     assert lines[0] == check.summary() and "needed actions allowed" in lines[0]
@@ -128,14 +128,14 @@ def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings)
     from semif_lib.notebook import tabulate_permissions
 
     table = tabulate_permissions(check)
-    assert list(table.columns) == ["step", "action", "allowed", "how", "resource", "policy"] and len(table) == len(preflight.NEEDS)
+    assert list(table.columns) == ["step", "action", "allowed", "how", "resource", "policy"] and len(table) == len(permissions.NEEDS)
     assert set(table["policy"]) == {"workshop-caller-policy.json", "workshop-provisioning-policy.json", ""}
 
 
 
 def test_the_check_uses_policy_simulation_where_allowed(aws, aws_settings, monkeypatch):
     """A Studio role with the caller policy attached, minus CodeBuild: simulation marks exactly those rows."""
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions, preflight
 
     st = __import__("semif_lib.workshop", fromlist=["x"]).load_state(aws_settings)
     asked: list[dict] = []
@@ -159,7 +159,8 @@ def test_the_check_uses_policy_simulation_where_allowed(aws, aws_settings, monke
     check = preflight.check_permissions(aws_settings, st)
     assert check.method == "IAM policy simulation"
     assert check.principal == "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
-    assert sorted({r["action"] for r in check.missing}) == sorted({n.action for n in preflight.NEEDS if n.action.startswith("codebuild:")})
+    codebuild = sorted({n.action for n in permissions.NEEDS if n.action.startswith("codebuild:")})
+    assert sorted({r["action"] for r in check.missing}) == codebuild
     assert check.unchecked == []
     passes = [a for a in asked if "iam:PassRole" in a["ActionNames"]]
     assert {e["ContextKeyValues"][0] for a in passes for e in a["ContextEntries"]} == {"sagemaker.amazonaws.com", "codebuild.amazonaws.com"}
@@ -324,7 +325,7 @@ def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path,
     """SEMIF_ROLE_ARN set, or inside Studio: no semif-sagemaker-<run> role is made, so its IAM rows go;
     iam:PassRole stays, on the role that is passed."""
     from semif_lib import workshop
-    from semif_lib.aws import iamroles, preflight
+    from semif_lib.aws import iamroles, permissions, preflight
 
     role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
     given = aws_settings.model_copy(update={"role_arn": role})
@@ -333,9 +334,9 @@ def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path,
     assert sagemaker_role_rows == []
     passes = [r for r in check.rows if r["action"] == "iam:PassRole"]
     assert [r["resource"] for r in passes if r["step"].startswith("02")] == [role]
-    made_by_the_run = [n for n in preflight.NEEDS if n.made_by_run == "sagemaker-role"]  # the role's four rows and its boundary's
+    made_by_the_run = [n for n in permissions.NEEDS if n.made_by_run == "sagemaker-role"]  # the role's four rows and its boundary's
     assert [n.action for n in made_by_the_run] == ["iam:GetRole", "iam:TagRole", "iam:CreateRole", "iam:PutRolePolicy", "iam:GetPolicy"]
-    assert len(check.rows) == len(preflight.NEEDS) - len(made_by_the_run)
+    assert len(check.rows) == len(permissions.NEEDS) - len(made_by_the_run)
 
     metadata = tmp_path / "resource-metadata.json"
     metadata.write_text("{}")
@@ -343,13 +344,13 @@ def test_rows_the_context_does_not_need_are_dropped(aws, aws_settings, tmp_path,
     studio = preflight.check_permissions(aws_settings, workshop.load_state(aws_settings))
     assert [r["resource"] for r in studio.rows if r["action"] == "iam:PassRole" and r["step"].startswith("02")] == [
         "arn:aws:iam::123456789012:role/service-role/*"]
-    assert len(studio.rows) == len(preflight.NEEDS) - len(made_by_the_run)
+    assert len(studio.rows) == len(permissions.NEEDS) - len(made_by_the_run)
 
 
 def test_the_table_has_the_tag_and_build_zip_rows():
     """Creating a tagged endpoint config or endpoint also needs sagemaker:AddTags on it; step 03 uploads its build zip."""
-    from semif_lib.aws import preflight
+    from semif_lib.aws import permissions
 
-    rows = {(n.step, n.action, n.resource.split(":")[-1].split("/")[0]) for n in preflight.NEEDS}
+    rows = {(n.step, n.action, n.resource.split(":")[-1].split("/")[0]) for n in permissions.NEEDS}
     assert {("02 text endpoint", "sagemaker:AddTags", "endpoint-config"), ("02 text endpoint", "sagemaker:AddTags", "endpoint")} <= rows
-    assert any(n.step.startswith("03") and n.action == "s3:PutObject" and "/build/" in n.resource for n in preflight.NEEDS)
+    assert any(n.step.startswith("03") and n.action == "s3:PutObject" and "/build/" in n.resource for n in permissions.NEEDS)

@@ -1,16 +1,4 @@
-"""Which AWS actions the workshop needs, and whether the calling identity has them, before anything is created.
-
-`NEEDS` is the table: one row per (step, IAM action) with the resource it acts on, for this run, and the
-`container/iam/` file that grants it. The policies are split by job (docs/aws.md, "Roles by job"):
-
-- `workshop-caller-policy.json`: what an attendee runs (S3 under the prefix, SageMaker `semif-*`, CodeBuild,
-  the adapter's ECR repository, autoscaling of endpoint variants, logs, quotas), and `iam:PassRole` on the two
-  service roles only; no IAM write, no bucket configuration (`caller_policy(settings)` fills it in);
-- `workshop-provisioning-policy.json`: only where no event team's template made the bucket and the roles (the
-  standalone path): the bucket, and run roles under the `/semif-workshop/` path that must carry the permissions
-  boundary `workshop-role-boundary.json` (`provisioning_policy(settings)`, `iamroles.boundary_document(settings)`).
-
-SageMaker Studio's default execution role (AmazonSageMakerFullAccess) lacks CodeBuild and the roles, among others.
+"""Whether the calling identity has the IAM actions the workshop needs (`permissions.NEEDS`), before anything is created.
 
 `check_permissions(settings, state)` answers, per row, in one of two ways:
 
@@ -20,13 +8,11 @@ SageMaker Studio's default execution role (AmazonSageMakerFullAccess) lacks Code
   has not created yet answers "not found" when allowed and "access denied" when not). Rows with no
   side-effect-free call (the creates, `iam:PassRole`) are reported as not checked.
 
-Rows the context does not need are left out (`needs_in_context`): the bucket's when it exists, a role's when it is
-given. No call here creates, changes or deletes anything.
+A denial names the `container/iam/` file to attach, filled in for this account by `caller_policy(settings)` and
+`provisioning_policy(settings)`. No call here creates, changes or deletes anything.
 """
-
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -37,111 +23,9 @@ from .dlc import DLC_IMAGES, dlc_account, require_dlc_region
 from .errors import CREDENTIAL_ERRORS, DENIED_CODES, AwsPermissionError, error_code, is_not_found
 from .iamroles import ROLE_PATH, boundary_arn, role_policy
 from .packaging import bucket_region, default_bucket
+from .permissions import CALLER_POLICY, PROVISIONING_POLICY, needs_in_context
 
-__all__ = ["CALLER_POLICY", "NEEDS", "PROVISIONING_POLICY", "Need", "PermissionCheck", "caller_arns", "caller_policy",
-           "check_permissions", "iam_action_for", "provisioning_policy"]
-
-CALLER_POLICY = "workshop-caller-policy"
-PROVISIONING_POLICY = "workshop-provisioning-policy"
-GUARDRAILS_POLICY = "workshop-guardrails-policy"  # the event team's template only: denies over AmazonSageMakerFullAccess
-
-
-@dataclass(frozen=True)
-class Need:
-    step: str
-    action: str
-    resource: str  # a template: {partition} {region} {account} {bucket} {prefix} {run} {dlc_account} {dlc_repository} {boundary}
-    context: tuple[tuple[str, str], ...] = ()  # condition keys the simulation must see (iam:PassedToService), templates too
-    policy: str | None = CALLER_POLICY  # the container/iam/ file that grants it (None: none does, the step goes on without it)
-    made_by_run: str = ""  # "bucket", "sagemaker-role", "codebuild-role": needed only where this run makes that resource
-    optional: bool = False  # a denial is reported, never a stop
-
-
-_SM = "arn:{partition}:sagemaker:{region}:{account}"
-_ROLE = "arn:{partition}:iam::{account}:role"
-_RUN_ROLE = _ROLE + ROLE_PATH.rstrip("/")  # the roles a run creates live under their own path
-_OBJECT = "arn:{partition}:s3:::{bucket}/{prefix}/{run}/models/model.tar.gz"
-_BUCKET = "arn:{partition}:s3:::{bucket}"
-_REPO = "arn:{partition}:ecr:{region}:{account}:repository/semif-adapter-{run}"
-_PROJECT = "arn:{partition}:codebuild:{region}:{account}:project/semif-adapter-build-{run}"
-_SLR = ("arn:{partition}:iam::{account}:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
-        "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
-_ALARM = "arn:{partition}:cloudwatch:{region}:{account}:alarm:TargetTracking-endpoint/semif-decision-{run}/variant/AllTraffic-AlarmHigh"
-# A scalable target's ARN ends in an id Application Auto Scaling assigns, not the endpoint's name: what scopes the
-# autoscaling rows is the namespace and dimension (condition keys), besides SageMaker's own check of the endpoint.
-_SCALABLE = "arn:{partition}:application-autoscaling:{region}:{account}:scalable-target/*"
-_VARIANT = (("application-autoscaling:service-namespace", "sagemaker"),
-            ("application-autoscaling:scalable-dimension", "sagemaker:variant:DesiredInstanceCount"))
-_BOUNDED = (("iam:PermissionsBoundary", "{boundary}"),)
-_TO_SAGEMAKER = (("iam:PassedToService", "sagemaker.amazonaws.com"),)
-_TO_CODEBUILD = (("iam:PassedToService", "codebuild.amazonaws.com"),)
-_PROVISIONING = PROVISIONING_POLICY
-
-
-def _rows(step: str, resource: str, *actions: str, context: tuple[tuple[str, str], ...] = (), policy: str | None = CALLER_POLICY,
-          made_by_run: str = "", optional: bool = False) -> list[Need]:
-    return [Need(step, action, resource, context, policy, made_by_run, optional) for action in actions]
-
-
-def _role_rows(step: str, purpose: str, *reads: str) -> list[Need]:
-    """What making run role `semif-<purpose>-<run>` needs: the boundary exists, then the role is created under it."""
-    made, role = f"{purpose}-role", f"{_RUN_ROLE}/semif-{purpose}-{{run}}"
-    return [*_rows(step, role, *reads, policy=_PROVISIONING, made_by_run=made),
-            *_rows(step, role, "iam:CreateRole", "iam:PutRolePolicy", context=_BOUNDED, policy=_PROVISIONING, made_by_run=made),
-            *_rows(step, "{boundary}", "iam:GetPolicy", policy=_PROVISIONING, made_by_run=made)]
-
-
-NEEDS: list[Need] = [
-    *_rows("01 package", _BUCKET, "s3:GetBucketLocation"),
-    *_rows("01 package", _BUCKET, "s3:CreateBucket", "s3:PutEncryptionConfiguration", "s3:PutBucketTagging", policy=_PROVISIONING,
-           made_by_run="bucket"),
-    # S3 blocks public access on every new bucket by default; no shipped policy lets an attendee change a shared bucket's block
-    *_rows("01 package", _BUCKET, "s3:PutBucketPublicAccessBlock", policy=None, made_by_run="bucket", optional=True),
-    *_rows("01 package", _OBJECT, "s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"),
-    *_role_rows("02 text endpoint", "sagemaker", "iam:GetRole", "iam:TagRole"),
-    *_rows("02 text endpoint", f"{_RUN_ROLE}/semif-sagemaker-{{run}}", "iam:PassRole", context=_TO_SAGEMAKER),
-    *_rows("02 text endpoint", "arn:{partition}:ecr:{region}:{dlc_account}:repository/{dlc_repository}", "ecr:BatchGetImage"),  # the digest
-    *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DescribeModel", "sagemaker:CreateModel", "sagemaker:AddTags"),
-    *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DescribeEndpointConfig",
-           "sagemaker:CreateEndpointConfig", "sagemaker:AddTags"),
-    # streaming (InvokeEndpointWithResponseStream) is authorised as sagemaker:InvokeEndpoint: botocore's model says so
-    *_rows("02 text endpoint", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DescribeEndpoint", "sagemaker:CreateEndpoint",
-           "sagemaker:AddTags", "sagemaker:UpdateEndpoint", "sagemaker:InvokeEndpoint"),
-    *_rows("03 image build", "arn:{partition}:s3:::{bucket}/{prefix}/{run}/build/adapter.zip", "s3:PutObject"),  # the build context
-    *_rows("03 image build", _REPO, "ecr:DescribeRepositories", "ecr:CreateRepository", "ecr:TagResource", "ecr:DescribeImages"),
-    *_role_rows("03 image build", "codebuild", "iam:GetRole", "iam:TagRole"),
-    *_rows("03 image build", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:PassRole", context=_TO_CODEBUILD),
-    *_rows("03 image build", _PROJECT, "codebuild:BatchGetProjects", "codebuild:CreateProject", "codebuild:UpdateProject",
-           "codebuild:StartBuild", "codebuild:BatchGetBuilds"),
-    *_rows("04 batch + autoscaling", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:CreateTransformJob",
-           "sagemaker:DescribeTransformJob"),
-    *_rows("04 batch + autoscaling", f"{_SM}:endpoint/semif-decision-{{run}}", "sagemaker:UpdateEndpointWeightsAndCapacities"),
-    *_rows("04 batch + autoscaling", _SCALABLE, "application-autoscaling:RegisterScalableTarget",
-           "application-autoscaling:PutScalingPolicy", context=_VARIANT),
-    *_rows("04 batch + autoscaling", "*", "application-autoscaling:DescribeScalableTargets",
-           "application-autoscaling:DescribeScalingPolicies"),
-    *_rows("04 batch + autoscaling", _ALARM, "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms"),
-    *_rows("04 batch + autoscaling", _SLR, "iam:CreateServiceLinkedRole",
-           context=(("iam:AWSServiceName", "sagemaker.application-autoscaling.amazonaws.com"),)),
-    *_rows("99 cleanup", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DeleteEndpoint"),
-    *_rows("99 cleanup", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DeleteEndpointConfig"),
-    *_rows("99 cleanup", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DeleteModel"),
-    *_rows("99 cleanup", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:StopTransformJob"),
-    *_rows("99 cleanup", _SCALABLE, "application-autoscaling:DeleteScalingPolicy", "application-autoscaling:DeregisterScalableTarget",
-           context=_VARIANT),
-    *_rows("99 cleanup", _ALARM, "cloudwatch:DeleteAlarms"),
-    *_rows("99 cleanup", _PROJECT, "codebuild:DeleteProject"),
-    *_rows("99 cleanup", _REPO, "ecr:DeleteRepository"),
-    *_rows("99 cleanup", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:DeleteRole",
-           policy=_PROVISIONING, made_by_run="codebuild-role"),
-    *_rows("99 cleanup", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:DeleteRolePolicy", "iam:DetachRolePolicy", context=_BOUNDED,
-           policy=_PROVISIONING, made_by_run="codebuild-role"),
-    *_rows("99 cleanup", "arn:{partition}:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/semif-text-{run}",
-           "logs:DeleteLogGroup"),
-    *_rows("99 cleanup", _OBJECT, "s3:DeleteObject"),
-    *_rows("99 cleanup", _BUCKET, "s3:ListBucket"),
-    *_rows("99 cleanup", _BUCKET, "s3:DeleteBucket", policy=_PROVISIONING, made_by_run="bucket"),
-]
+__all__ = ["PermissionCheck", "caller_arns", "caller_policy", "caller_principal", "check_permissions", "provisioning_policy"]
 
 
 def _values(settings: Settings, state: WorkshopState) -> dict[str, str]:
@@ -293,33 +177,6 @@ def _bucket_exists(settings: Settings, bucket: str) -> bool | None:
         return None
 
 
-def needs_in_context(settings: Settings, state: WorkshopState, bucket_exists: bool | None = None) -> list[Need]:
-    """`NEEDS` less the rows this identity will not use here: with `SEMIF_ROLE_ARN` set, inside Studio or a
-    notebook instance (the notebook's own role), or with a role already chosen, no `semif-sagemaker-<run>`
-    role is made, so only `iam:PassRole` on that role remains; likewise for `SEMIF_CODEBUILD_ROLE_ARN`; with
-    `SEMIF_ADAPTER_IMAGE_URI` step 03 builds nothing and needs nothing; an existing bucket is neither created,
-    configured nor deleted by this run."""
-    from .iamroles import STUDIO_METADATA_FILE
-
-    given = settings.role_arn or state.get("execution_role_arn")
-    in_studio = given or os.path.exists(STUDIO_METADATA_FILE)
-    passed = {"sagemaker-role": (in_studio, given or f"{_ROLE}/service-role/*"),
-              "codebuild-role": (bool(settings.codebuild_role_arn), settings.codebuild_role_arn)}
-    kept: list[Need] = []
-    for need in NEEDS:
-        if need.step.startswith("03") and settings.adapter_image_uri:
-            continue  # a pre-built image: step 03 calls nothing
-        if need.made_by_run == "bucket" and bucket_exists:
-            continue
-        if need.made_by_run in passed and passed[need.made_by_run][0]:
-            continue  # the provisioned role is neither made nor deleted
-        for purpose, (provisioned, arn) in passed.items():
-            if provisioned and need.action == "iam:PassRole" and f"/semif-{purpose.split('-')[0]}-" in need.resource:
-                need = Need(need.step, need.action, arn or need.resource, need.context, need.policy)
-        kept.append(need)
-    return kept
-
-
 def caller_principal(settings: Settings) -> str:
     """The caller as an IAM principal ARN (`role/<path><name>` for an assumed role, when readable)."""
     arn = make_client("sts", settings).get_caller_identity()["Arn"]
@@ -403,37 +260,3 @@ def dry_calls(settings: Settings, state: WorkshopState, values: dict[str, str]) 
         "iam:ListAttachedRolePolicies": _probe(lambda: iam.list_attached_role_policies(RoleName=f"semif-codebuild-{run}")),
         "iam:GetPolicy": _probe(lambda: iam.get_policy(PolicyArn=values["boundary"])),
     }
-
-
-# ====================================================================== API call -> IAM action
-SERVICE_PREFIX = {"sagemaker-runtime": "sagemaker", "runtime.sagemaker": "sagemaker", "service-quotas": "servicequotas"}
-S3_ACTIONS = {
-    "HeadBucket": "s3:ListBucket", "ListObjectsV2": "s3:ListBucket", "ListObjects": "s3:ListBucket",
-    "HeadObject": "s3:GetObject", "PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",
-    "PutBucketEncryption": "s3:PutEncryptionConfiguration", "CreateMultipartUpload": "s3:PutObject", "UploadPart": "s3:PutObject",
-    "CompleteMultipartUpload": "s3:PutObject", "DeleteObjects": "s3:DeleteObject", "ListObjectVersions": "s3:ListBucketVersions",
-    "DeletePublicAccessBlock": "s3:PutBucketPublicAccessBlock", "GetPublicAccessBlock": "s3:GetBucketPublicAccessBlock",
-    "DeleteBucketEncryption": "s3:PutEncryptionConfiguration", "GetBucketEncryption": "s3:GetEncryptionConfiguration",
-}
-TAG_ON_CREATE = {"sagemaker": "sagemaker:AddTags", "iam": "iam:TagRole", "ecr": "ecr:TagResource"}
-# a call naming a role passes it: iam:PassRole (CodeBuild's StartBuild may override the project's role)
-PASSES_A_ROLE = {"ExecutionRoleArn", "serviceRole", "serviceRoleOverride", "RoleArn"}
-NO_PERMISSION_NEEDED = {"sts:GetCallerIdentity"}
-# Operations AWS authorises as another action (botocore's documentation of InvokeEndpointWithResponseStream:
-# "your IAM permissions must allow the sagemaker:InvokeEndpoint action"; there is no streaming action to grant).
-AUTHORISED_AS = {"sagemaker:InvokeEndpointWithResponseStream": "sagemaker:InvokeEndpoint"}
-
-
-def iam_action_for(service: str, operation: str, params: dict[str, Any] | None = None) -> list[str]:
-    """The IAM actions an API call needs (S3's differ from its operation names; streaming is InvokeEndpoint; a
-    create with tags also tags; a call that names a role passes it)."""
-    prefix = SERVICE_PREFIX.get(service, service)
-    action = S3_ACTIONS.get(operation, f"s3:{operation}") if prefix == "s3" else f"{prefix}:{operation}"
-    action = AUTHORISED_AS.get(action, action)
-    actions = [] if action in NO_PERMISSION_NEEDED else [action]
-    params = params or {}
-    if operation.startswith("Create") and params.get("Tags" if prefix != "ecr" else "tags") and prefix in TAG_ON_CREATE:
-        actions.append(TAG_ON_CREATE[prefix])
-    if prefix not in ("iam", "sts") and PASSES_A_ROLE & set(params):  # sts:AssumeRole names the role it assumes, passes none
-        actions.append("iam:PassRole")
-    return actions

@@ -3,7 +3,7 @@
 moto authorizes only a few services, so `enforce_identity` decides every request itself before it leaves
 botocore: a `before-parameter-build` hook keeps the call's parameters, a `before-call` hook maps the call
 to the IAM actions and resource ARNs AWS authorizes it against (`authorization_for`; the actions come from
-the product's own `preflight.iam_action_for`) and evaluates the identity's policy documents
+the product's own `permissions.iam_action_for`) and evaluates the identity's policy documents
 (`support.iam_policy.evaluate`). A denied call gets the answer AWS gives: HTTP 403 with the protocol's
 error code (`AccessDenied` for query and REST-XML services, `AccessDeniedException` for JSON ones, a bare
 `403` for S3's HEAD requests) and AWS's message ("User: ... is not authorized to perform: ... on resource:
@@ -129,7 +129,7 @@ def authorization_for(service: str, op: str, params: dict[str, Any], region: str
                       role_boundaries: dict[str, str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
     """(action, resource, condition context) triples AWS authorizes this call against; each must be allowed.
     `role_boundaries`: role name -> its permissions boundary, the `iam:PermissionsBoundary` key of writes to that role."""
-    from semif_lib.aws.preflight import iam_action_for
+    from semif_lib.aws.permissions import iam_action_for
 
     role_paths = role_paths or {}
     primary = _resources(service, op, params, region, account, role_paths)
