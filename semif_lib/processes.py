@@ -21,6 +21,8 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -40,9 +42,6 @@ __all__ = [
 
 def wait_for_ping(url: str, timeout_s: float = 120.0, process: subprocess.Popen | None = None, path: str = "/ping") -> None:
     """Poll `url + path` until it answers 200; fail early (`RuntimeError`) if `process` exits, `TimeoutError` if it never answers."""
-    import urllib.error
-    import urllib.request
-
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while True:

@@ -10,10 +10,12 @@ import os
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import Field
+from dotenv import dotenv_values  # pydantic-settings' own .env reader
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .contract import KILL_AFTER_S, MAX_PAYLOAD_BYTES, MODEL_DIR, PORT
+from .errors import InvalidRequestError
 
 ENV_PREFIX = "SEMIF_"
 SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
@@ -221,8 +223,6 @@ def setting_source(name: str) -> str:
         return variable
     path = settings_file()
     if path.is_file():
-        from dotenv import dotenv_values  # pydantic-settings' own .env reader
-
         if any(key.upper() == variable and value for key, value in dotenv_values(path).items()):
             return f"{variable} in {path}"
     return "default"
@@ -235,14 +235,10 @@ def load_settings(**overrides: object) -> Settings:
     A value out of range (`--n-ctx 100`, `SEMIF_MODE=warp`) is an `InvalidRequestError` naming
     the variable or flag and the limit, never a pydantic traceback.
     """
-    from pydantic import ValidationError
-
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(_env_file=settings_file(), **given)  # type: ignore[call-arg]
     except ValidationError as exc:
-        from .errors import InvalidRequestError
-
         err = exc.errors()[0]
         name = str(err["loc"][0]) if err.get("loc") else "settings"
         source = f"--{name.replace('_', '-')}" if name in given else f"{ENV_PREFIX}{name.upper()}"

@@ -126,9 +126,7 @@ def get_account_id(settings: Settings) -> str:
 
 @lru_cache(maxsize=16)
 def _account_id(endpoint_url: str | None, region: str) -> str:
-    from ..settings import Settings as _S
-
-    return make_client("sts", _S(aws_endpoint_url=endpoint_url, aws_region=region)).get_caller_identity()["Account"]
+    return make_client("sts", Settings(aws_endpoint_url=endpoint_url, aws_region=region)).get_caller_identity()["Account"]
 
 
 def partition_for(region: str) -> tuple[str, str]:

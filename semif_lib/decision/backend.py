@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import random
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -75,7 +76,6 @@ def make_fault_plan(numbers: Sequence[int], rate: float, seed: int) -> Callable[
     """Which decode calls fail on purpose (tests only): the listed call numbers, or each with probability `rate`."""
     if not numbers and rate <= 0:
         return None
-    import random
 
     listed, draw = frozenset(numbers), random.Random(seed)
     return lambda n: n in listed or (rate > 0 and draw.random() < rate)

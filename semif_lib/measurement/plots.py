@@ -7,6 +7,7 @@ is written. matplotlib is imported inside the functions.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .answers import read_probabilities, read_response, top_option
@@ -25,8 +26,6 @@ ACCENT = "#d8533b"
 
 def save_figure(fig: "Figure", path: "Path | str") -> "Path":
     """Write `fig` as a PNG (its folder made), then close it: the one way a results plot is saved."""
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
 
     path = Path(path)

@@ -15,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..decision.backend import VocabReader
+from ..decision.prompt import PromptRenderer
+from ..decision.schema import parse_request
 from ..errors import InvalidRequestError, ModelLoadError, SemifError
 from ..settings import Settings
+from .hub import local_shards
+from .locate import find_model_path
 
 __all__ = ["INSTANCE_MEMORY_GIB", "ModelReport", "check_for_packaging", "inspect_model", "refuse_unworkable"]
 
@@ -109,8 +113,6 @@ def read_metadata(path: Path, n_ctx: int) -> ModelReport:
     """Everything the GGUF's metadata says, read with the `gguf` package (no weights loaded)."""
     import gguf
 
-    from .hub import local_shards
-
     shards = local_shards(path)
     readers = [gguf.GGUFReader(p, "r") for p in shards]
     head = readers[0]
@@ -171,8 +173,6 @@ class VocabTokenizer(VocabReader):
 def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str | None]:
     """(architecture loads, choice letters available, the refusal a probe request gets or None)."""
     from ..decision.preparer import RequestPreparer
-    from ..decision.prompt import PromptRenderer
-    from ..decision.schema import parse_request
 
     try:
         tok = VocabTokenizer(path)
@@ -194,8 +194,6 @@ def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str |
 
 def inspect_model(path: Path | str, settings: Settings | None = None, load_vocab: bool = True) -> ModelReport:
     """The report for one GGUF (a hub reference is downloaded first); `problems` says why it cannot work."""
-    from .locate import find_model_path
-
     settings = settings or Settings()
     local = find_model_path(path or settings.model_path, settings.model_dir)
     report = read_metadata(local, settings.n_ctx)

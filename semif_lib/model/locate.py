@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ModelNotFoundError
 from ..llama_flags import find_gguf_in_dir
-from .hub import is_hub_reference
+from .hub import download_hub_model, is_hub_reference, parse_hub_reference
 
 __all__ = ["find_embedded_model", "find_gguf_in_dir", "find_model_path", "hash_file"]
 
@@ -54,7 +54,6 @@ def find_model_path(model_path: Path | str | None = None, model_dir: Path | str 
 
     A hub reference (`hf://...`) is downloaded into huggingface_hub's cache, or found there, first."""
     if model_path and is_hub_reference(model_path):  # hf://org/repo/file.gguf[@revision]: huggingface_hub's cache
-        from .hub import download_hub_model, parse_hub_reference
 
         return download_hub_model(parse_hub_reference(model_path)).path
     if model_path:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonlines import read_records
+from ..measurement.bench.workload import first_questions
 from ..paths import repo_root
 
 __all__ = ["data_path", "load_workload_request", "read_examples"]
@@ -26,7 +27,5 @@ def read_examples(name: str = "examples.jsonl") -> list[dict[str, Any]]:
 
 def load_workload_request(index: int = 0, questions: int | None = None, name: str = "workload_37x21.jsonl") -> dict[str, Any]:
     """One long state of the benchmark workload with its criteria (the first `questions` of 21; None or 0: all)."""
-    from ..measurement.bench.workload import first_questions
-
     rows = read_examples(name)
     return first_questions(rows[index % len(rows)], questions)

@@ -9,9 +9,11 @@ do) instead of a traceback through the library (`show_errors_briefly`); the cell
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import SemifError
 from ..paths import repo_root
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings, setting_source
@@ -30,8 +32,6 @@ def _anchor(path: Path, root: Path) -> Path:
 
 
 def _brief_traceback(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> list[str]:
-    import sys
-
     sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # what %tb reads
     stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}", "(%tb shows the full traceback)"]
     shell._showtraceback(etype, value, stb)  # ipykernel: an error output, and the cell's reply says error
@@ -49,7 +49,6 @@ def show_errors_briefly() -> bool:
     shell = get_ipython()
     if shell is None:
         return False
-    from ..errors import SemifError
 
     shell.set_custom_exc((SemifError,), _brief_traceback)
     return True

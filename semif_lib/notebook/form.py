@@ -4,9 +4,11 @@ inside the methods that need them."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any, Callable, Mapping
 
+from ..measurement.plots import plot_probabilities
 from .tables import tabulate_answers
 
 __all__ = ["DecisionForm"]
@@ -47,8 +49,6 @@ def _figure_png(make_figure: Callable[[], Any]) -> Any:
     again under the next cell that runs. So the figure is built with interactive mode off, taken out
     of pyplot at once, and drawn here only.
     """
-    import io
-
     import matplotlib.pyplot as plt
     from IPython.display import Image
 
@@ -106,8 +106,6 @@ class DecisionForm:
 
     def _on_click(self) -> None:
         from IPython.display import display
-
-        from ..measurement.plots import plot_probabilities
 
         self.output.clear_output()
         with self.output:

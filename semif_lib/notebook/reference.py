@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .. import workshop
 from ..registry import WorkshopState
 from ..settings import Settings
 
@@ -36,8 +37,6 @@ def merge_fresh_responses(parts: list[Mapping[str, Any]]) -> dict[str, Any]:
 def score_fresh_reference(request: Mapping[str, Any], settings: Settings | None = None,
                           state: WorkshopState | None = None) -> dict[str, Any]:
     """The fresh reference for `request`, one question per call (see the module doc)."""
-    from .. import workshop
-
     parts = [workshop.invoke_decision({**request, "questions": {qid: question}}, settings=settings, state=state, mode="fresh")
              for qid, question in request["questions"].items()]
     return merge_fresh_responses(parts)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import read_error
+from ..measurement.agreement import compare_question
+from ..measurement.answers import read_probabilities, read_response
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -14,8 +16,6 @@ __all__ = ["compare_answers", "decision_of", "tabulate_answers", "tabulate_permi
 
 
 def _answers(response: Any) -> dict[str, Any]:
-    from ..measurement.answers import read_response
-
     return read_response(response).get("answers", {})
 
 
@@ -27,8 +27,6 @@ def decision_of(answer: Mapping[str, Any]) -> Any:
 def tabulate_answers(response: Any) -> "pd.DataFrame":
     """One row per question: the decision, its confidence, option mass and every P(option)."""
     import pandas as pd
-
-    from ..measurement.answers import read_probabilities
 
     rows = []
     for qid, answer in _answers(response).items():
@@ -61,9 +59,6 @@ def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
     (`measurement.agreement.compare_question`, the rule the benchmarks use; a yes/no's probabilities read
     from its `x_probabilities`). A question the other response did not answer is refused by name."""
     import pandas as pd
-
-    from ..measurement.agreement import compare_question
-    from ..measurement.answers import read_probabilities
 
     ref, oth = _answers(reference), _answers(other)
     rows = []

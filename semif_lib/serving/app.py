@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import logging
 import sys
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..arguments import engine_overrides, run_command
@@ -30,6 +31,7 @@ from ..errors import (
     RequestValidationError,
     SemifError,
 )
+from ..model.locate import find_model_path
 from ..settings import Settings, load_settings
 from .cli import add_serve_parser
 from .routes import add_decisions_routes, add_invocation_routes, add_sagemaker_routes, add_systemone_routes
@@ -71,8 +73,6 @@ def create_app(
     `on_load_error` / `on_worker_death` are called (from that thread) if loading fails or the
     worker dies later; `run_server` uses them to exit non-zero.
     """
-    from contextlib import asynccontextmanager
-
     from fastapi import FastAPI
 
     settings = settings or load_settings()
@@ -178,8 +178,6 @@ def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | N
     that fails to load (corrupt, wrong format) stops the server and gives exit status 2.
     """
     if engine_factory is None:
-        from ..model.locate import find_model_path
-
         find_model_path(settings.model_path, settings.model_dir)  # ModelNotFoundError -> exit 2 now
     failure: list[BaseException] = []
     death: list[BaseException] = []

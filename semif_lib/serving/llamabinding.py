@@ -27,6 +27,8 @@ import ctypes
 import functools
 import importlib.util
 import os
+import re
+import runpy
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -42,6 +44,7 @@ from ..llamabuilds import (
     pair_for_build,
     read_library_build,
 )
+from ..settings import load_settings
 
 __all__ = ["BINDING_VERSION", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
            "binding_for_build", "load_backends", "pair_for_build", "prepare_binding", "read_library_build"]
@@ -59,9 +62,6 @@ def lib_dir() -> Path | None:
 
 def binding_version() -> str:
     """`llama_cpp.__version__` of the package that `import llama_cpp` would load, read without importing it."""
-    import importlib.util
-    import re
-
     spec = importlib.util.find_spec("llama_cpp")
     if spec is None or not spec.origin:
         raise BindingMismatchError("llama-cpp-python is not installed")
@@ -145,8 +145,6 @@ def stub_absent(name: str, declared: Any) -> Any:
 
 def n_gpu_layers_requested() -> int:
     """`SEMIF_N_GPU_LAYERS` as the adapter will read it (the settings object: environment and settings file)."""
-    from ..settings import load_settings
-
     return load_settings().n_gpu_layers
 
 
@@ -233,8 +231,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or argv[0] == "check":
         return 0
     if argv[0] == "run" and len(argv) > 1:
-        import runpy
-
         sys.argv = [argv[1], *argv[2:]]
         try:
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)

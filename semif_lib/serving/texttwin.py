@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from ..arguments import run_command
 from ..errors import ModelLoadError, SemifError
 from ..llama_flags import SM_PREFIX, parse_flags, refuse_removed_flags, translate_sm_env
+from ..model.locate import find_model_path
 from ..settings import Settings, load_settings
 from .cli import TEXT_PORT, add_serve_text_parser
 from .runner import DEFAULT_DRAIN_S, Drain, serve_uvicorn
@@ -135,8 +136,6 @@ def build_text_config(settings: Settings, env: Mapping[str, str], model: Path | 
                       host: str | None = None, port: int | None = None, n_ctx: int | None = None,
                       threads: int | None = None) -> TextTwinConfig:
     """Resolve the model and settings: CLI arguments > `SM_LLAMA_CPP_*` > `SEMIF_*` > defaults."""
-    from ..model.locate import find_model_path
-
     model_path = find_model_path(
         model or env.get(SM_PREFIX + "MODEL") or settings.model_path,
         env.get(SM_PREFIX + "MODEL_DIR") or settings.model_dir,

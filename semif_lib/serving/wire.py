@@ -21,6 +21,7 @@ field and the limit; 413 (size), 415 (media type, or content coding: with `Accep
 
 # No `from __future__ import annotations`: pydantic builds the OpenAPI models below from real annotations.
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -266,8 +267,6 @@ def error_response(exc: SemifError, wire: str = SYSTEMONE) -> Any:
 # ----------------------------------------------------------------- model card and version
 def package_version() -> str:
     """The installed distribution's version (metadata, so it works however the package was installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("semif-workshop")
     except PackageNotFoundError:

@@ -6,9 +6,14 @@ an endpoint gets. Neither needs an AWS account.
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
+from urllib.parse import urlsplit
 
 from ..errors import SemifError
 from ..invocation import iter_chat_deltas, iter_sse_events, text_settings
@@ -16,7 +21,7 @@ from ..jsonlines import split_lines
 from ..llama_flags import build_sm_env
 from ..model.package import extract_model_package
 from ..registry import WorkshopState
-from ..settings import Settings
+from ..settings import Settings, env_names
 
 __all__ = ["LocalServerError", "MachineTarget", "check_port_free", "port_of"]
 
@@ -29,16 +34,12 @@ class LocalServerError(SemifError):
 
 
 def port_of(url: str) -> tuple[str, int]:
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     return parts.hostname or "127.0.0.1", parts.port or 80
 
 
 def _bind_error(host: str, port: int) -> OSError | None:
     """Why `host:port` cannot be listened on, or None when it can (as uvicorn binds: a port in TIME_WAIT is free)."""
-    import socket
-
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -50,11 +51,6 @@ def _bind_error(host: str, port: int) -> OSError | None:
 
 def check_port_free(kind: str, url: str, what: str) -> None:
     """Fail before starting anything when another program holds the port (uvicorn would exit with a traceback)."""
-    import errno
-    import socket
-
-    from ..settings import env_names
-
     host, port = port_of(url)
     error = _bind_error(host, port)
     if error is None:
@@ -72,9 +68,6 @@ def check_port_free(kind: str, url: str, what: str) -> None:
 
 
 def _post(url: str, body: bytes, content_type: str, accept: str = "application/json", timeout: float = 300.0) -> bytes:
-    import urllib.error
-    import urllib.request
-
     req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type, "Accept": accept})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -130,8 +123,6 @@ class MachineTarget:
         return json.loads(_post(f"{endpoint}/invocations", body, "application/json"))
 
     def stream_chat(self, endpoint: str, body: bytes) -> Iterator[str]:
-        import urllib.request
-
         req = urllib.request.Request(f"{endpoint}/invocations", data=body, method="POST",
                                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
         with urllib.request.urlopen(req, timeout=300) as resp:

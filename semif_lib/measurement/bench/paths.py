@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ..agreement import Agreement
 from ..answers import read_probabilities
+from ..baseline import open_chat_model, read_top_logprobs
 from ..options import PATHS, QUICK_FRESH_QUESTIONS
 from .bounds import check_targets, estimate_fork_ceiling
 from .harness import BenchmarkError, refuse_unknown, time_call
@@ -138,8 +139,6 @@ def run_cached_path(run: PathsRun, state: StateRun, first_s: float, timing: dict
 
 def run_naive_user_path(run: PathsRun, state: StateRun, path: str) -> float:
     """What a llama-cpp-python chat user would do: one completion per question, top logprobs read back."""
-    from ..baseline import read_top_logprobs
-
     seconds, probs = time_call(lambda: read_top_logprobs(run.naive_llm, state.request, reset=True))
     state.probs[path] = probs
     run.tallies[path].decisions += state.n_questions
@@ -197,7 +196,6 @@ def run_paths(
     from tqdm.auto import tqdm
 
     from ...decision.engine import DecisionEngine
-    from ..baseline import open_chat_model
 
     check_paths(paths)
     engine = DecisionEngine(settings)

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ...decision.schema import parse_request
+from ..baseline import generate_json_answers, open_chat_model
 from ..options import READOUT_RUNS, SINGLE_STATE
 from .workload import describe_bench_run, write_result
 
@@ -27,8 +29,6 @@ def run_readout(settings: Any, request_path: Path = SINGLE_STATE, runs: int = RE
     from tqdm.auto import tqdm
 
     from ...decision.engine import DecisionEngine
-    from ...decision.schema import parse_request
-    from ..baseline import generate_json_answers, open_chat_model
 
     request = parse_request(json.loads(request_path.read_text()))
     engine = DecisionEngine(settings)

@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ...arguments import engine_overrides
 from ...decision.prompt import rotate_criteria
 from ...decision.schema import DEFAULT_ROTATIONS
+from ...model.locate import hash_file
+from ...settings import load_settings
 from ..quality.labeled import LabeledItem, read_labeled_limited
+from .workload import describe_machine, load_workload
 
 if TYPE_CHECKING:
     from ...decision.engine import DecisionEngine
@@ -164,9 +167,6 @@ def format_rotations(summary: dict[str, Any]) -> str:
 def command_rotations(args: Any) -> int:
     """`semif bench rotations`: both phases, the table printed, results/bench/rotations.json written."""
     from ...decision.engine import DecisionEngine
-    from ...model.locate import hash_file
-    from ...settings import load_settings
-    from .workload import describe_machine, load_workload
 
     items, warning = read_labeled_limited(args.input, args.limit)
     if warning:

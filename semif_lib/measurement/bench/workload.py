@@ -15,11 +15,15 @@ import platform
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
+from importlib import metadata
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ...arguments import engine_overrides
 from ...jsonlines import read_records
+from ...llamabuilds import read_library_build
+from ...settings import load_settings
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
 __all__ = ["describe_bench_run", "describe_machine", "first_questions", "load_or_run", "load_workload", "write_result"]
@@ -49,9 +53,6 @@ def describe_machine(settings: Any) -> dict[str, Any]:
                 break
     except OSError:
         pass
-    from importlib import metadata
-
-    from ...llamabuilds import read_library_build
 
     lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")  # set: the engine runs on that llama.cpp build, as the adapter image does
     library = f"b{read_library_build(Path(lib_dir))} ({lib_dir})" if lib_dir else "llama-cpp-python's bundled build"
@@ -70,9 +71,6 @@ def describe_machine(settings: Any) -> dict[str, Any]:
 def describe_bench_run(args: Any) -> tuple[Any, dict[str, Any]]:
     """The settings of `semif bench modes | residency | readout-vs-generation` from its flags, and its results file's
     head: the command as typed, the model and the machine."""
-    from ...arguments import engine_overrides
-    from ...settings import load_settings
-
     overrides = engine_overrides(args)
     overrides.update(flash_attn=args.flash_attn, n_ubatch=args.n_ubatch)
     settings = load_settings(**overrides)

@@ -12,9 +12,12 @@ facts (`wall_s`), not as a benchmark: the runs may have shared a machine.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, Sequence
+
+from ...paths import repo_root
 
 __all__ = ["COMPARISON_FILE", "command_compare", "compare_reports", "describe_measured_quality", "format_comparison", "summarise_report"]
 
@@ -24,8 +27,6 @@ COMPARISON_FILE = Path("results/eval/comparison.json")  # from the repository ro
 
 def _wilson(successes: float, n: float, z: float = 1.96) -> list[float] | None:
     """95 % Wilson score interval of a proportion (the JSON baseline stores counts, not per-state rows to bootstrap)."""
-    import math
-
     if not n:
         return None
     p = successes / n
@@ -155,8 +156,6 @@ def describe_measured_quality(model_id: str, comparison: Path | str | None = Non
 
     Notebook 00 prints it under the answer: which model answered, and how often it was right on the labeled sets.
     """
-    from ...paths import repo_root
-
     path = Path(comparison) if comparison else repo_root() / COMPARISON_FILE
     rows = json.loads(path.read_text(encoding="utf-8"))["models"] if path.is_file() else []
     row = next((m for m in rows if m["model"]["id"] == model_id), None)

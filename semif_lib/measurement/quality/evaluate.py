@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ...arguments import engine_overrides
 from ...errors import InvalidRequestError
+from ...model.locate import hash_file
+from ...settings import load_settings
 from ..options import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 from .labeled import LabeledItem, read_labeled_limited, stratified_subset
 from .report import format_report, plot_reliability, reliability_sets
@@ -192,8 +194,6 @@ def evaluate_workload(
     progress: bool = True,
 ) -> tuple[dict[str, Any], list["Decision"], dict[str, list[float]] | None]:
     """Score, optionally debias / permute / run the baseline, and build the report (plus decisions and priors)."""
-    from ...model.locate import hash_file
-
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     decisions = score_decisions(engine, items, progress)
@@ -286,7 +286,6 @@ def describe_command(args: Any) -> str:
 def command_eval(args: Any) -> int:
     """`semif eval`: score the labeled lines, print the report; `--calibrate` writes a calibration file, `--output` the report."""
     from ...decision.engine import DecisionEngine
-    from ...settings import load_settings
 
     items, warning = read_labeled_limited(args.input, args.limit)
     lines = len(items)

@@ -8,10 +8,15 @@ library and the decision schema only.
 
 from __future__ import annotations
 
+import json
+import math
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from ...decision.schema import parse_request
+from ...decision.validation import parse_json_bytes
 from ...errors import InvalidRequestError
 from ...jsonlines import read_lines
 
@@ -71,10 +76,6 @@ def stratified_subset(items: Sequence[LabeledItem], per_task: int, seed: int = 0
     with the full set's, within the wider intervals of a smaller sample. A stratum is a line's whole label set;
     the largest remainders, ties broken by the seed, get the lines left over after rounding down.
     """
-    import json
-    import math
-    import random
-
     if per_task < 1:
         raise InvalidRequestError(f"--sample keeps at least 1 line per workload, got {per_task}", field="sample")
     rng = random.Random(seed)
@@ -96,8 +97,6 @@ def stratified_subset(items: Sequence[LabeledItem], per_task: int, seed: int = 0
 
 
 def _strata(items: Sequence[LabeledItem]) -> dict[str, set[str]]:
-    import json
-
     found: dict[str, set[str]] = {}
     for item in items:
         found.setdefault(item.task, set()).add(json.dumps(item.labels, sort_keys=True))
@@ -121,9 +120,6 @@ def describe_missing_labels(kept: Sequence[LabeledItem], full: Sequence[LabeledI
 
 def parse_labeled_line(path: Path, number: int, line: str) -> LabeledItem:
     """One line of a labeled file; any error names `file:line`."""
-    from ...decision.schema import parse_request
-    from ...decision.validation import parse_json_bytes
-
     where = f"{path.name}:{number}"
     try:
         data = parse_json_bytes(line)

@@ -30,9 +30,11 @@ from ...decision.conformal import (
     nonconformity,
     predict_set,
 )
+from ...decision.schema import parse_request
 from ..answers import read_probabilities
 from ..options import DEFAULT_MAX_ERROR, DEFAULT_TARGET_COVERAGE
 from ..plots import save_figure
+from .labeled import label_to_index
 
 if TYPE_CHECKING:
     from .calibration import Decision
@@ -222,9 +224,6 @@ def served_examples(request: dict[str, Any], labels: dict[str, Any], body: dict[
     The label (true/false, the option's name, the level's index, as the labeled files write it) is
     matched to an option key the way `semif eval` scores it (`labeled.label_to_index`).
     """
-    from ...decision.schema import parse_request
-    from .labeled import label_to_index
-
     questions = parse_request(request).questions
     out = []
     for qid, expected in labels.items():

@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ...decision.prompt import plan_question, rotate_criteria
+from ...decision.schema import parse_request
+from ..baseline import generate_json_answers, open_chat_model
 from .labeled import LabeledItem, label_to_index
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +34,6 @@ CONTENT_FREE_STATES = ("N/A", "", "[MASK]")
 def _question_hash(engine: "DecisionEngine", qid: str, question: Any) -> str:
     """The key a calibration file's priors use for one question, as this engine lays it out."""
     from ...decision.calibrator import hash_question
-    from ...decision.prompt import plan_question
 
     plan = plan_question(qid, question, engine.renderer.slot_prefix, engine.letter_slots)
     return hash_question(plan.block, plan.kind)
@@ -42,7 +44,6 @@ def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], prog
     import numpy as np
     from tqdm.auto import tqdm
 
-    from ...decision.schema import parse_request
     from .calibration import Decision
 
     out: list[Decision] = []
@@ -66,8 +67,6 @@ def score_content_free(
 ) -> dict[str, list[float]]:
     """Option prior per distinct question: probabilities averaged over content-free states (Zhao et al. 2021)."""
     from tqdm.auto import tqdm
-
-    from ...decision.schema import parse_request
 
     todo: dict[str, tuple[str, dict[str, Any]]] = {}
     for item in items:
@@ -102,8 +101,6 @@ def _mean_over_states(
 
 
 def rotate_options(criteria: dict[str, Any], shift: int) -> dict[str, Any]:
-    from ...decision.prompt import rotate_criteria
-
     return rotate_criteria(criteria, shift)
 
 
@@ -162,9 +159,6 @@ _BASELINE_COUNTS = ("requests", "invalid_json", "incomplete", "decisions", "corr
 def run_json_baseline(settings: "Settings", model_path: Path | str, items: Sequence[LabeledItem], progress: bool = True) -> dict[str, Any]:
     """Greedy JSON generation on the same model (cold: `reset()` before each request), scored per task."""
     from tqdm.auto import tqdm
-
-    from ...decision.schema import parse_request
-    from ..baseline import generate_json_answers, open_chat_model
 
     llm = open_chat_model(settings, model_path)
     per_task: dict[str, dict[str, float]] = {}

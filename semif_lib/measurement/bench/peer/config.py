@@ -12,6 +12,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
+from ....llama_flags import build_sm_env
+from ....settings import Settings
 from ...options import PEER_PATHS
 
 __all__ = ["CLIENT_TIMEOUT_S", "N_BATCH", "N_UBATCH", "PeerConfig", "peer_defaults"]
@@ -43,8 +45,6 @@ class PeerConfig:
 
     def sm_env(self, kv_unified: bool = True) -> dict[str, str]:
         """The text DLC's `SM_LLAMA_CPP_*` configuration for the same threads, cells and batch sizes."""
-        from ....llama_flags import build_sm_env
-
         return build_sm_env({"ctx_size": self.n_ctx, "threads": self.threads, "threads_batch": self.threads,
                              "parallel": self.parallel, "batch_size": N_BATCH, "ubatch_size": N_UBATCH, "flash_attn": "auto",
                              "kv_unified": kv_unified, "n_gpu_layers": 0})
@@ -57,7 +57,6 @@ class PeerConfig:
         here, spilled to host memory between requests, so they hold no KV cells while other states
         are scored); no state in this run is asked about again after its cached pass.
         """
-        from ....settings import Settings
         from ..harness import server_env
 
         cache_tokens = min(Settings.model_fields["cache_tokens"].default, self.n_ctx // 2)
