@@ -6,7 +6,7 @@ back newest first and asks the target that owns each kind to remove it (`targets
 resources are named `semif-<purpose>-<run id>` and tagged with the run id (`WorkshopState.tags`).
 
 This is plumbing: it imports only the settings, never a wing. The AWS wing opens it through
-`aws.state`, which also records the region its resources live in.
+`aws.runrecord`, which also records the region its resources live in.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The AWS wing: everything a workshop run creates in an account, and how it is removed.
 
 `clients` (boto3 sessions and clients, region, policy files), `errors` (the wing's exceptions, AWS errors in one
-line), `waits` (role propagation, status polls), `dlc` (the llama.cpp DLC's registry and images), `state` (the
+line), `waits` (role propagation, status polls), `dlc` (the llama.cpp DLC's registry and images), `runrecord` (the
 wing's door to the run registry, `semif_lib.registry`, which records the region), `permissions` (the IAM actions
 each step needs), `preflight` (whether the caller has them, before anything is created), `quotas` (the account
 quotas a run holds at its peak), `packaging` (model.tar.gz to S3), `iamroles`, `deployment` (endpoints created

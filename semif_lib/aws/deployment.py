@@ -31,7 +31,7 @@ from .clients import get_region, make_client, make_session
 from .dlc import GPU_INFERENCE_AMI, pin_dlc_image
 from .errors import ResourceFailedError, is_not_found
 from .iamroles import resolve_execution_role
-from .state import settings_and_state
+from .runrecord import settings_and_state
 from .waits import poll_status, retry_while_role_propagates
 
 __all__ = [

@@ -22,7 +22,7 @@ from .dlc import dlc_account, dlc_registry, pin_dlc_image, require_dlc_region, r
 from .errors import DENIED_CODES, ResourceFailedError, error_code, is_not_found
 from .iamroles import ensure_role
 from .packaging import ensure_bucket, sse_args
-from .state import settings_and_state
+from .runrecord import settings_and_state
 from .waits import retry_while_role_propagates, sleep_with_bar, status_bar
 
 __all__ = [

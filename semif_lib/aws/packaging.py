@@ -16,7 +16,7 @@ from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import get_account_id, get_region, make_client
 from .errors import AwsSetupError, error_code, is_not_found
-from .state import settings_and_state
+from .runrecord import settings_and_state
 
 __all__ = ["UploadResult", "bucket_region", "ensure_bucket", "upload_model"]
 

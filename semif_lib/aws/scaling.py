@@ -24,7 +24,7 @@ from .clients import make_client
 from .dlc import GPU_TRANSFORM_AMI
 from .errors import AwsSetupError
 from .packaging import ensure_bucket, upload_file
-from .state import settings_and_state
+from .runrecord import settings_and_state
 from .waits import poll_status, retry_while_role_propagates
 
 __all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "transform_resources", "wait_for_transform"]

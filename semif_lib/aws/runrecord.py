@@ -1,8 +1,9 @@
-"""The AWS wing's door to the run registry (`semif_lib.registry`).
+"""The AWS wing's door to the run registry (`semif_lib.registry`): the run's record, opened with its region.
 
 The wing's modules record what they create into the same `WorkshopState` as every target; opened
-from here, the state also records the region the wing works in (once, on first use), so that
-`workshop.cleanup()` later deletes in that region.
+from here, the record also holds the region the wing works in (once, on first use), so that
+`workshop.cleanup()` later deletes in that region. (Named for the record, not `state`: on the
+decision wire `state` is a request's context.)
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from ..registry import load_state as load_registry
 from ..settings import Settings, load_settings
 from .clients import get_region
 
-__all__ = ["WorkshopState", "load_state", "settings_and_state"]
+__all__ = ["load_state", "settings_and_state"]
 
 
 def load_state(settings: Settings | None = None) -> WorkshopState:
