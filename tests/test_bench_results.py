@@ -44,17 +44,16 @@ def test_a_committed_peer_results_file_round_trips_through_the_typed_summary(pat
     assert peer_report.format_peer(results) == peer_report.format_peer(json.loads(text))
 
 
-def test_a_file_written_before_failures_were_counted_still_reads(tmp_path):
-    """Older files lack `failed_states` (every committed one has been rerun since): they still read, render, and write back without it."""
+def test_a_file_without_the_failure_counts_is_refused_when_read():
+    """Every results file counts the client phase's failed states (a throughput that hides failures is no result)."""
     doc = json.loads(PEER_FILES[0].read_text())
-    for side in doc["concurrency"].values():
-        side.pop("failed_states", None)
-        side.pop("first_failure", None)
-    older = tmp_path / "older.json"
-    older.write_text(json.dumps(doc))
-    results = peer_results.PeerResults.read(older)
-    assert results.concurrency.decision.failed_states is None and "failed_states" not in results.to_json()["concurrency"]["decision"]
-    assert "failed" not in peer_report.format_peer(results).split("| 8 clients |")[1].split("| target |")[0]
+    doc["concurrency"]["decision"].pop("failed_states")
+    with pytest.raises(ValidationError, match="failed_states"):
+        peer_results.PeerResults.model_validate(doc)
+    doc = json.loads(PEER_FILES[0].read_text())
+    doc["targets"]["concurrent_clients"].pop("failed_states")
+    with pytest.raises(ValidationError, match="failed_states"):
+        peer_results.PeerResults.model_validate(doc)
 
 
 def test_a_misspelt_or_missing_figure_fails_when_the_file_is_read():
@@ -77,8 +76,9 @@ def test_a_misspelt_figure_fails_where_the_summary_is_built():
     with pytest.raises(ValidationError, match="decisons_per_s"):
         peer_results.PathSummary(**{**peer_report.summarize_path("decision-cold", tally).to_json(), "decisons_per_s": 2.0})
     with pytest.raises(ValidationError):
-        peer_results.ClientPhase(clients=8, states=1, decisions=1, requests=1, seconds=1.0, decisions_per_s=1.0,
-                               state_latency_p50_s=1.0, state_latency_p95_s=1.0, request_latency_p50_s=1.0)  # one latency missing
+        peer_results.ClientPhase(clients=8, states=1, decisions=1, requests=1, failed_states=0, first_failure=None, seconds=1.0,
+                               decisions_per_s=1.0, state_latency_p50_s=1.0, state_latency_p95_s=1.0,
+                               request_latency_p50_s=1.0)  # one latency missing
 
 
 def test_argmax_agreement_and_max_dp_have_one_rule():

@@ -136,7 +136,7 @@ def clients_target(concurrency: ClientPhases) -> ClientsTarget:
            and (srv.state_latency_p95_s is None or dec.state_latency_p95_s <= srv.state_latency_p95_s))  # type: ignore[operator]
     return ClientsTarget(ratio=rounded(ratio), target=TARGET_CONCURRENT, decision_p95_s=dec.state_latency_p95_s,
                          server_p95_s=srv.state_latency_p95_s,
-                         failed_states={"decision": dec.failed_states or 0, "server-logprobs": srv.failed_states or 0}, met=met)
+                         failed_states={"decision": dec.failed_states, "server-logprobs": srv.failed_states}, met=met)
 
 
 def readout_target(paths: dict[str, PathSummary], json_speedups: Sequence[float]) -> ReadoutTarget:

@@ -4,9 +4,9 @@ The run builds these models (`run`), the report reads them (`report`), and a res
 file on disk validates into them (`PeerResults.read`). Every model forbids keys it does not
 declare and requires those it does, so a misspelt figure fails where it is first built (after the
 first state, when the run checkpoints) or where a file is first read, not in the report at the end
-of a 92-minute run. A key a file may lack is optional with default None and is written only when
-it was set (`to_json` drops unset fields): files written before `failed_states` existed still read
-and render, and a file round-trips byte for byte.
+of a 92-minute run. A key a file may lack (a figure only some paths have) is optional with default
+None and is written only when it was set (`to_json` drops unset fields), so a file round-trips byte
+for byte.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ class ClientPhase(Summary):
     states: int
     decisions: int
     requests: int
-    failed_states: int | None = None  # absent from files written before failures were counted
-    first_failure: str | None = None
+    failed_states: int
+    first_failure: str | None  # None when no state failed
     seconds: float
     decisions_per_s: float
     state_latency_p50_s: float | None
@@ -125,7 +125,7 @@ class ClientsTarget(Summary):
     target: float
     decision_p95_s: float | None
     server_p95_s: float | None
-    failed_states: dict[str, int] | None = None  # {"decision": n, "server-logprobs": n}; absent from older files
+    failed_states: dict[str, int]  # {"decision": n, "server-logprobs": n}
     met: bool
 
 
