@@ -137,10 +137,10 @@ def test_the_decision_path_prompt_is_what_the_engine_renders(engine, example_req
     for request in slot_only:
         prep = engine.prepare(parse_request(request))
         state_text = render_content(request["state"])
-        for (plan, messages), job in zip(peer_protocol.plan_peer_questions(request), prep.jobs, strict=True):
+        for (plan, messages), branch in zip(peer_protocol.plan_peer_questions(request), prep.branches, strict=True):
             assert messages == build_messages(state_text, plan.block)
-            assert engine.tokenize(engine.renderer.render(state_text, plan.block)) == prep.prefix + list(job.tokens)
-            assert plan.slots == [engine.token_text(t) for t in prep.slot_tokens[job.plan_index]]
+            assert engine.tokenize(engine.renderer.render(state_text, plan.block)) == prep.prefix + list(branch.tokens)
+            assert plan.slots == [engine.token_text(t) for t in prep.slot_tokens[branch.plan_index]]
     with pytest.raises(InvalidRequestError, match="sequence"):
         peer_protocol.plan_peer_questions(next(r for r in example_requests if r not in slot_only))
 
@@ -170,11 +170,11 @@ def test_llama_server_renders_and_tokenizes_the_same_prompt(llama_server, engine
     request = peer_protocol.decision_request(example_requests[0], "render-check")
     prep = engine.prepare(parse_request(request))
     with httpx.Client(base_url=llama_server.base_url, timeout=120) as http:
-        for (plan, messages), job in zip(peer_protocol.plan_peer_questions(request), prep.jobs, strict=True):
+        for (plan, messages), branch in zip(peer_protocol.plan_peer_questions(request), prep.branches, strict=True):
             prompt = http.post("/apply-template", json={"messages": messages}).raise_for_status().json()["prompt"]
             assert prompt == engine.renderer.render(render_content(request["state"]), plan.block)
             tokens = http.post("/tokenize", json={"content": prompt, "add_special": False, "parse_special": True}).json()["tokens"]
-            assert tokens == prep.prefix + list(job.tokens)
+            assert tokens == prep.prefix + list(branch.tokens)
             answer = http.post(llama_server.chat_path, json=peer_protocol.logprob_body(messages)).raise_for_status().json()
             assert answer["usage"]["prompt_tokens"] == len(tokens) and answer["usage"]["completion_tokens"] == 1
             assert answer["timings"]["prompt_n"] >= 1

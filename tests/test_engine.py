@@ -140,7 +140,7 @@ def test_sequence_readout_decodes_the_shared_suffix_once(family_engine):
         "criteria": {"payments": None, "checkout": None, "search": None, "platform": None, "identity": None}}}}
     prep = family_engine.prepare(parse_request(request))
     suffix = prep.suffix_lengths["kind"]
-    options = sum(len(job.targets) for job in prep.jobs)
+    options = sum(len(branch.targets) for branch in prep.branches)
     family_engine.clear_cache()
     before = family_engine.stats["branch_tokens"]
     parallel = family_engine.score(request, mode="parallel")
@@ -214,7 +214,7 @@ def test_control_token_text_in_user_content_stays_text(family_engine):
 
     def control_count(state):
         prep = family_engine.prepare(parse_request({"state": state, "questions": questions}))
-        return [sum(t in control for t in prep.prefix)] + [sum(t in control for t in job.tokens) for job in prep.jobs]
+        return [sum(t in control for t in prep.prefix)] + [sum(t in control for t in branch.tokens) for branch in prep.branches]
 
     assert control_count(LONG_STATE + INJECTED_TAIL) == control_count(LONG_STATE)
     family_engine.clear_cache()

@@ -302,7 +302,7 @@ def test_rounds_merge_requests_only_while_their_branches_share_a_micro_batch(fau
     small = [faulty.prepare(parse_request(request(80 + k, lines=1, questions={"paid": QUESTIONS["paid"]}))) for k in range(4)]
     many = {f"q{i}": {"type": "noul", "instructions": f"Was service {i} mentioned as degraded in any line?"} for i in range(30)}
     large = [faulty.prepare(parse_request(request(90 + k, lines=1, questions=many))) for k in range(2)]
-    tokens = [sum(len(j.tokens) for j in p.jobs) for p in small + large]
+    tokens = [sum(len(j.tokens) for j in p.branches) for p in small + large]
     assert sum(tokens[:4]) <= faulty.settings.n_ubatch < min(tokens[4:]), tokens
     def rounds(preps):
         return [r.members for r in faulty.plan_rounds(preps)]

@@ -327,9 +327,9 @@ def make_runner(spill: bool = True):
 
 
 def prepared(prefix: list[int], suffixes: list[list[int]]):
-    from semif_lib.decision.preparer import Job, PreparedRequest
+    from semif_lib.decision.preparer import Branch, PreparedRequest
 
-    return PreparedRequest([], list(prefix), [Job(i, list(s), [len(s) - 1]) for i, s in enumerate(suffixes)], {}, {})
+    return PreparedRequest([], list(prefix), [Branch(i, list(s), [len(s) - 1]) for i, s in enumerate(suffixes)], {}, {})
 
 
 def run_mode(runner, store, mode: str, prep) -> None:
@@ -364,14 +364,14 @@ def test_a_failed_decode_at_any_point_of_any_mode_leaves_the_books_balanced(mode
             store.check_invariants(idle=True)
             continue
         store.check_invariants(idle=True)
-        assert all(len(job.rows) == 1 for job in prep.jobs)
+        assert all(len(branch.rows) == 1 for branch in prep.branches)
 
 
 def test_parallel_branches_of_several_prefixes_share_waves_and_give_every_fork_back():
     runner, backend, store = make_runner()
     leases = [store.acquire(P), store.acquire(P_OTHER)]
-    jobs = prepared(P, [[1, 2], [1, 3]]).jobs + prepared(P_OTHER, [[4], [5, 6]]).jobs
-    runner.branches([(job, lease.seq, lease.length) for job, lease in zip(jobs, [leases[0]] * 2 + [leases[1]] * 2, strict=True)])
+    branches = prepared(P, [[1, 2], [1, 3]]).branches + prepared(P_OTHER, [[4], [5, 6]]).branches
+    runner.branches([(branch, lease.seq, lease.length) for branch, lease in zip(branches, [leases[0]] * 2 + [leases[1]] * 2, strict=True)])
     assert runner.counters.branch_tokens == 6  # 7 branch tokens: the leading 1 that both of P's branches share decodes once
     for lease in leases:
         store.release(lease)

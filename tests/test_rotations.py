@@ -45,10 +45,10 @@ def test_rotations_on_one_prefix_average_the_orders_scored_apart(engine):
     # The four branches share the question's stem in the token tree: decoded once, not once per order.
     from semif_lib.decision.schema import parse_request
 
-    jobs = [job.tokens for job in engine.prepare(parse_request({"state": STATE, "questions": {
-        "queue": _choice(OPTIONS, x_debias="rotations")}})).jobs]
-    stem = next(i for i in range(min(map(len, jobs))) if len({tokens[i] for tokens in jobs}) > 1)
-    assert stem > 5 and debiased.timing["branch_tokens"] == sum(map(len, jobs)) - 3 * stem
+    branches = [branch.tokens for branch in engine.prepare(parse_request({"state": STATE, "questions": {
+        "queue": _choice(OPTIONS, x_debias="rotations")}})).branches]
+    stem = next(i for i in range(min(map(len, branches))) if len({tokens[i] for tokens in branches}) > 1)
+    assert stem > 5 and debiased.timing["branch_tokens"] == sum(map(len, branches)) - 3 * stem
 
 
 def test_rotations_move_a_position_bias_off_the_answer(engine):

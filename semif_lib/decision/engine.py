@@ -298,7 +298,7 @@ class DecisionEngine:
                 except SemifError as exc:  # this request only: it released what it took
                     results[i] = exc
             timings.prefilled = time.perf_counter()
-            items = [(job, lease.seq, len(prep.prefix)) for _, prep, lease in held for job in prep.jobs]
+            items = [(branch, lease.seq, len(prep.prefix)) for _, prep, lease in held for branch in prep.branches]
             if items:
                 self.modes.branches(items)
             finished = True

@@ -1,6 +1,6 @@
-"""The execution modes: how a prepared request's jobs are decoded over the prefix store.
+"""The execution modes: how a prepared request's branches are decoded over the prefix store.
 
-Every mode leaves each job holding the logits rows it reads (`Job.rows`) and gives every
+Every mode leaves each branch holding the logits rows it reads (`Branch.rows`) and gives every
 sequence it took back to the store, whatever fails; the engine reads the answers.
 
 * ``fresh``: each question evaluates its whole prompt on the scratch sequence.
@@ -19,15 +19,15 @@ from ..errors import EngineStateError, SemifError
 from .backend import mark_rows
 from .kvstore import Counters, KVStore, Lease
 from .planner import Capacity, plan_waves
-from .preparer import Job, PreparedRequest
+from .preparer import Branch, PreparedRequest
 from .tokentree import TokenTree
 
 if TYPE_CHECKING:
     from .backend import LlamaBackend
 
-__all__ = ["Branch", "ModeRunner"]
+__all__ = ["PlacedBranch", "ModeRunner"]
 
-Branch = tuple[Job, int, int]  # a job, the sequence of its prefix, and the prefix's length
+PlacedBranch = tuple[Branch, int, int]  # a branch, the sequence of its prefix, and the prefix's length
 Head = tuple[list[int], list[int], list[tuple[int, ...]]]  # rows decoded before a tree: tokens, positions, sequences
 
 
@@ -39,15 +39,15 @@ class ModeRunner:
 
     def fresh(self, prep: PreparedRequest) -> None:
         seq, base = self.store.scratch_seq, len(prep.prefix)
-        for job in prep.jobs:
-            tokens = prep.prefix + job.tokens
+        for branch in prep.branches:
+            tokens = prep.prefix + branch.tokens
             self.store.require(len(tokens))
             try:
-                want = mark_rows(len(tokens), (base + off for off in job.read_offsets))
-                job.rows = self.backend.decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
+                want = mark_rows(len(tokens), (base + off for off in branch.read_offsets))
+                branch.rows = self.backend.decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
             finally:
                 self.store.clear_scratch()
-        self.counters.prefill_tokens += sum(len(prep.prefix) + len(j.tokens) for j in prep.jobs)
+        self.counters.prefill_tokens += sum(len(prep.prefix) + len(j.tokens) for j in prep.branches)
 
     def serial(self, prep: PreparedRequest, lease: Lease) -> None:
         """Each suffix on the prefix's own sequence, cut back after it; a failure marks the prefix stale.
@@ -58,28 +58,28 @@ class ModeRunner:
         seq, base = lease.seq, len(prep.prefix)
         try:
             checkpoint = self.store.checkpoint(lease)
-            for job in prep.jobs:
-                n = len(job.tokens)
+            for branch in prep.branches:
+                n = len(branch.tokens)
                 self.store.require(n)
                 try:
-                    job.rows = self.backend.decode(job.tokens, range(base, base + n), [(seq,)] * n, mark_rows(n, job.read_offsets))
+                    branch.rows = self.backend.decode(branch.tokens, range(base, base + n), [(seq,)] * n, mark_rows(n, branch.read_offsets))
                 finally:
                     self.store.rewind(lease, checkpoint)
         except BaseException:
             self.store.mark_stale(lease)
             raise
-        self.counters.branch_tokens += sum(len(j.tokens) for j in prep.jobs)
+        self.counters.branch_tokens += sum(len(j.tokens) for j in prep.branches)
 
     def parallel(self, prep: PreparedRequest, lease: Lease) -> None:
-        self.branches([(job, lease.seq, len(prep.prefix)) for job in prep.jobs])
+        self.branches([(branch, lease.seq, len(prep.prefix)) for branch in prep.branches])
 
-    def branches(self, items: Sequence[Branch]) -> None:
-        """Fork each job from its prefix sequence and decode all of them in as few batches as fit.
+    def branches(self, items: Sequence[PlacedBranch]) -> None:
+        """Fork each branch from its prefix sequence and decode all of them in as few batches as fit.
 
-        Jobs of several requests can share a batch, and tokens that jobs share after the same
+        Branches of several requests can share a batch, and tokens that branches share after the same
         prefix are decoded once (a token tree).
         """
-        paths = [(src, job.tokens) for job, src, _ in items]
+        paths = [(src, branch.tokens) for branch, src, _ in items]
         longest = max(len(t) for _, t in paths)
         self.store.require(max(longest, min(sum(len(t) for _, t in paths), self.capacity.n_batch)), required=longest)
         if self.store.branch_room < 1:
@@ -97,7 +97,7 @@ class ModeRunner:
 
     def oneshot(self, prep: PreparedRequest) -> None:
         """Prefix rows tagged with every branch id, then the suffixes' token tree: one batch, no cache."""
-        n = len(prep.jobs)
+        n = len(prep.branches)
         if n > self.store.free_seqs:
             raise SemifError(f"oneshot needs {n} free sequences")
         forks: list[int] = []
@@ -106,17 +106,17 @@ class ModeRunner:
                 forks.append(self.store.take_branch(vacate=False))
             base = len(prep.prefix)
             tree = TokenTree()
-            job_rows = [tree.add_path(0, job.tokens, owner) for owner, job in enumerate(prep.jobs)]
+            branch_rows = [tree.add_path(0, branch.tokens, owner) for owner, branch in enumerate(prep.branches)]
             self.store.require(base + len(tree))
             head = (list(prep.prefix), list(range(base)), [tuple(forks)] * base)
-            self._decode_tree(tree, prep.jobs, job_rows, {0: base}, forks, head)
+            self._decode_tree(tree, prep.branches, branch_rows, {0: base}, forks, head)
         finally:
             for b in forks:
                 self.store.give_branch(b)
 
-    def _decode_tree(self, tree: TokenTree, jobs: Sequence[Job], job_rows: Sequence[list[int]], base_of: dict[Hashable, int],
+    def _decode_tree(self, tree: TokenTree, branches: Sequence[Branch], branch_rows: Sequence[list[int]], base_of: dict[Hashable, int],
                      forks: Sequence[int], head: Head | None = None) -> None:
-        """Decode a token tree (after optional `head` rows) and hand each job the logits rows it reads.
+        """Decode a token tree (after optional `head` rows) and hand each branch the logits rows it reads.
 
         `base_of[root]` is the first position after a root's prefix; `forks[owner]` is each branch's sequence.
         """
@@ -125,9 +125,9 @@ class ModeRunner:
         tokens = tokens + tree.tokens
         pos = pos + [base_of[root] + d for root, d in zip(tree.root, tree.depth, strict=True)]
         seqs = seqs + [tuple(forks[o] for o in owners) for owners in tree.owners]
-        read = [offset + rows[off] for job, rows in zip(jobs, job_rows, strict=True) for off in job.read_offsets]
+        read = [offset + rows[off] for branch, rows in zip(branches, branch_rows, strict=True) for off in branch.read_offsets]
         want = mark_rows(len(tokens), read)
         logits = dict(zip([r for r, w in enumerate(want) if w], self.backend.decode(tokens, pos, seqs, want), strict=True))
-        for job, rows in zip(jobs, job_rows, strict=True):
-            job.rows = [logits[offset + rows[off]] for off in job.read_offsets]
+        for branch, rows in zip(branches, branch_rows, strict=True):
+            branch.rows = [logits[offset + rows[off]] for off in branch.read_offsets]
         self.counters.branch_tokens += len(tree)

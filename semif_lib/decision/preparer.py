@@ -1,8 +1,8 @@
 """Request preparation: limits, rendering, guarded tokenization, answer-slot verification.
 
-A request leaves here as a `PreparedRequest`: the token prefix its questions share and one
-`Job` per branch, every answer slot verified to be one token after the prompt. Work beyond a
-configured limit is refused here with a 413 naming the limit, before anything is decoded.
+A request leaves here as a `PreparedRequest`: the token prefix its questions share and one `Branch` per
+question (per option, for a sequence readout), every answer slot verified to be one token after the prompt.
+Work beyond a configured limit is refused here with a 413 naming the limit, before anything is decoded.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .prefix_cache import count_common_prefix
 from .prompt import PromptRenderer, PromptState, QuestionPlan, generate_letter_slots, plan_rotations, state_texts
 from .schema import ChoiceQuestion, DecisionRequest, render_content
 
-__all__ = ["Job", "PreparedRequest", "RequestPreparer", "Tokenizer", "check_request_limits"]
+__all__ = ["Branch", "PreparedRequest", "RequestPreparer", "Tokenizer", "check_request_limits"]
 
 Pieces = list[tuple[str, bool]]  # (text, parse_special) pieces of a guarded prompt
 
@@ -32,8 +32,8 @@ class Tokenizer(Protocol):
 
 
 @dataclass
-class Job:
-    """One branch of work: tokens decoded after the prefix, and the rows whose logits are read.
+class Branch:
+    """One branch: the tokens a question decodes after the shared prefix, and the rows whose logits are read.
 
     A slot readout reads one row (the last). A sequence readout reads the rows that predict
     each option token; `targets` holds those tokens.
@@ -48,11 +48,11 @@ class Job:
 
 @dataclass
 class PreparedRequest:
-    """A request tokenized and split: the shared prefix and one job per branch."""
+    """A request tokenized and split: the shared prefix and the branches decoded after it."""
 
     plans: list[QuestionPlan]
     prefix: list[int]
-    jobs: list[Job]
+    branches: list[Branch]
     slot_tokens: dict[int, list[int]]
     suffix_lengths: dict[str, int]
     partition: str | None = None  # the prefix-cache partition (OpenAI's `prompt_cache_key`); None: the shared one
@@ -60,13 +60,13 @@ class PreparedRequest:
     @property
     def input_tokens(self) -> int:
         seen: dict[int, int] = {}
-        for job in self.jobs:  # a sequence readout's options share one suffix: count it once
-            seen[job.plan_index] = max(seen.get(job.plan_index, 0), len(job.tokens) - len(job.targets))
-        return len(self.prefix) + sum(seen.values()) + sum(len(j.targets) for j in self.jobs)
+        for branch in self.branches:  # a sequence readout's options share one suffix: count it once
+            seen[branch.plan_index] = max(seen.get(branch.plan_index, 0), len(branch.tokens) - len(branch.targets))
+        return len(self.prefix) + sum(seen.values()) + sum(len(j.targets) for j in self.branches)
 
     @property
     def demand(self) -> Demand:
-        return Demand(tuple(self.prefix), max(len(j.tokens) for j in self.jobs), sum(len(j.tokens) for j in self.jobs),
+        return Demand(tuple(self.prefix), max(len(j.tokens) for j in self.branches), sum(len(j.tokens) for j in self.branches),
                       self.partition)
 
 
@@ -119,7 +119,7 @@ class RequestPreparer:
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
         prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=request.cache_key)
         for i, (plan, prompt) in enumerate(zip(plans, prompts, strict=True)):
-            self._add_jobs(prep, i, plan, prompt)
+            self._add_branches(prep, i, plan, prompt)
         self._check_size(prep)
         return prep
 
@@ -135,22 +135,22 @@ class RequestPreparer:
         tokens = self.tokenize_pieces(pieces) if pieces else self.tokenize(text, self.renderer.add_bos)
         return text, tokens, pieces
 
-    def _add_jobs(self, prep: PreparedRequest, i: int, plan: QuestionPlan, prompt: tuple[str, list[int], Pieces | None]) -> None:
+    def _add_branches(self, prep: PreparedRequest, i: int, plan: QuestionPlan, prompt: tuple[str, list[int], Pieces | None]) -> None:
         text, tokens, pieces = prompt
         suffix = tokens[len(prep.prefix):]
         prep.suffix_lengths[plan.qid if not plan.rotation else f"{plan.qid}@{plan.rotation}"] = len(suffix)
         if plan.readout == "slot":
             prep.slot_tokens[i] = self._verify_slots(plan, text, tokens, pieces)
-            prep.jobs.append(Job(i, suffix, [len(suffix) - 1]))
+            prep.branches.append(Branch(i, suffix, [len(suffix) - 1]))
             return
         for option in plan.slots:
             extra = self._option_tokens(plan, text, tokens, option, pieces)
-            prep.jobs.append(Job(i, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
+            prep.branches.append(Branch(i, suffix + extra, list(range(len(suffix) - 1, len(suffix) - 1 + len(extra))), extra))
 
     def _check_size(self, prep: PreparedRequest) -> None:
         shared = len(prep.prefix)
         check_limit("max_branch_tokens", prep.input_tokens - shared, self.settings.max_branch_tokens, field="questions")
-        longest = max(len(j.tokens) for j in prep.jobs)
+        longest = max(len(j.tokens) for j in prep.branches)
         if shared + longest > self.n_ctx:
             raise refuse_limit("n_ctx", shared + longest, self.n_ctx, field="state",
                                detail=f"the prompt needs {shared} prefix tokens + {longest} question tokens = {shared + longest}")

@@ -89,22 +89,22 @@ Reading = tuple[QuestionPlan, np.ndarray, np.ndarray, float]  # (plan, logits, p
 
 
 def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logits: bool = False) -> dict[str, Any]:
-    """Every question's answer from the logits rows its jobs read (slot or sequence readout).
+    """Every question's answer from the logits rows its branches read (slot or sequence readout).
 
     `calibration` (a loaded calibration file) maps logits to calibrated answers;
     `include_logits` adds each answer's raw option logits (`x_logits`), which calibration fitting needs.
     """
     by_plan: dict[int, list] = {}
-    for job in prep.jobs:
-        by_plan.setdefault(job.plan_index, []).append(job)
+    for branch in prep.branches:
+        by_plan.setdefault(branch.plan_index, []).append(branch)
     read: dict[str, list[Reading]] = {}
     for i, plan in enumerate(prep.plans):
-        jobs = by_plan[i]
+        branches = by_plan[i]
         if plan.readout == "slot":
-            logits, probs, mass = read_slot_logits(jobs[0].rows[0], prep.slot_tokens[i])
+            logits, probs, mass = read_slot_logits(branches[0].rows[0], prep.slot_tokens[i])
         else:
-            logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in jobs]
-            logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in jobs], plan.length_normalize)
+            logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in branches]
+            logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in branches], plan.length_normalize)
         read.setdefault(plan.qid, []).append((plan, logits, probs, mass))
     answers: dict[str, Any] = {}
     for qid, rotations in read.items():
