@@ -27,7 +27,7 @@ from ..model.locate import find_model_path
 from ..settings import MODES, Settings, load_settings
 from .backend import LlamaBackend, ensure_backend, inject_faults, make_fault_plan
 from .bookkeeping import Timings, build_response
-from .conditioning import order_waves, score_in_waves
+from .conditioning import order_stages, score_in_stages
 from .kvstore import Counters, KVStore, Lease
 from .modes import ModeRunner
 from .planner import Capacity, Round, plan_rounds
@@ -191,9 +191,9 @@ class DecisionEngine:
         self._check_open()
         if mode not in MODES + ("oneshot",):
             raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
-        waves = order_waves(request.questions)
-        if len(waves) > 1:  # x_after: a wave per dependency level, each on the same (then cached) prefix
-            return score_in_waves(lambda sub: self._score_one(sub, mode, include_logits), request, waves)
+        stages = order_stages(request.questions)
+        if len(stages) > 1:  # x_after: a stage per dependency level, each on the same (then cached) prefix
+            return score_in_stages(lambda sub: self._score_one(sub, mode, include_logits), request, stages)
         return self._score_one(request, mode, include_logits)
 
     def _score_one(self, request: DecisionRequest, mode: str, include_logits: bool) -> DecisionResponse:
@@ -276,8 +276,8 @@ class DecisionEngine:
         for i, request in enumerate(requests):
             try:
                 req = request if isinstance(request, DecisionRequest) else parse_request(request)
-                if len(order_waves(req.questions)) > 1:
-                    results[i] = self.score(req, mode="parallel")  # its waves depend on answers: not in a round
+                if len(order_stages(req.questions)) > 1:
+                    results[i] = self.score(req, mode="parallel")  # its stages depend on answers: not in a round
                     continue
                 prepared.append((i, self.prepare(req)))
             except SemifError as exc:

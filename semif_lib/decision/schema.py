@@ -72,7 +72,7 @@ class _Question(BaseModel):
     length_normalize: bool = Field(False, description="Sequence readout: divide each option's log-prob by its token count.")
     after: str | None = Field(None, alias="x_after",
                               description="Another question's id: its answer (the argmax) is stated in this question, "
-                              "which is asked in a later wave on the same prefix (`decision.conditioning`).")
+                              "which is asked in a later stage on the same prefix (`decision.conditioning`).")
 
     @field_validator("instructions")
     @classmethod
