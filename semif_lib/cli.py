@@ -1,7 +1,7 @@
 """`semif` command line: score decisions, and the subcommands of every wing.
 
 The top floor: it adds the wings' parsers from their light `cli` modules (`serving.cli`: `semif serve`,
-`serve-text`; `measurement.cli`: `bench`, `eval`, `eval-compare`, `sets`), and no wing imports it; the
+`serve-text`; `measurement.cli`: `bench`, `eval`, `eval-compare`, `sets`, `calibrate`), and no wing imports it; the
 flags they share live in `arguments`. A command's module is imported only when that command runs, so
 `semif --help` loads no wing's logic (`tests/test_architecture.py` holds it to that).
 """

@@ -17,7 +17,6 @@ from semif_lib.decision.prompt import PROMPT_VERSION, plan_question
 from semif_lib.decision.schema import ChoiceQuestion
 from semif_lib.measurement.quality.calibration import (
     Decision,
-    build_calibration,
     fit_temperature,
     predict_out_of_fold,
     save_calibration,
@@ -30,6 +29,7 @@ from semif_lib.measurement.quality.metrics import (
     compute_metrics,
     compute_nll,
 )
+from semif_lib.measurement.quality.verdicts import build_calibration
 
 
 def make_decision(logits, label, group="g", kind="choice", mass=1.0, task="t"):

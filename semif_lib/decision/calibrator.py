@@ -7,6 +7,11 @@ and applies it to every answer; fitting one is measurement's job (`measurement.q
 The file is keyed by the model file's sha256 and `prompt.PROMPT_VERSION`; the probabilities it
 corrects belong to that model and that prompt, so loading it for any other model is refused
 with `CalibrationMismatchError`. A temperature divides the logits, so it never changes the argmax.
+
+A file keeps a type's temperature, prior or rule only where it helped out of fold, and records the
+identity (temperature 1, no prior) and the reason elsewhere (`verdicts`). An answer's `x_calibrated`
+says whether a kept temperature or prior changed it. A `semif-calibration-v1` file kept every fitted
+temperature unchecked, so it is refused with the command that refits it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ __all__ = [
     "remove_prior",
 ]
 
-CALIBRATION_FORMAT = "semif-calibration-v1"
+CALIBRATION_FORMAT = "semif-calibration-v2"
+_UNCHECKED_FORMATS = ("semif-calibration-v1",)  # kept every fitted temperature, even where it made answers worse
 KINDS = ("noul", "choice", "score")
 _EPS = 1e-12
 
@@ -83,6 +89,10 @@ def read_calibration(path: Path | str) -> dict[str, Any]:
         raise CalibrationError(f"calibration file {path} does not exist (SEMIF_CALIBRATION)", field="calibration") from exc
     except (OSError, json.JSONDecodeError) as exc:
         raise CalibrationError(f"calibration file {path} is not readable JSON: {exc}", field="calibration") from exc
+    if isinstance(doc, dict) and doc.get("format") in _UNCHECKED_FORMATS:
+        raise CalibrationError(f"calibration file {path} is a {doc['format']} file, whose temperatures were kept without an out-of-fold "
+                               f"check and can make answers worse; refit it as {CALIBRATION_FORMAT} with `semif eval --calibrate` "
+                               "(or, from a stored report, `semif calibrate REPORT --calibration-out FILE`)", field="calibration")
     if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(f"calibration file {path} is not a {CALIBRATION_FORMAT} file", field="calibration")
     temps = doc.get("temperatures")
@@ -123,7 +133,7 @@ class Calibrator:
         calibrated = apply_temperature(z, temperature)
         answer = build_answer(plan, calibrated, mass)
         answer.x_raw_probabilities = dict(zip(plan.keys, (float(x) for x in probs), strict=True))
-        answer.x_calibrated = True
+        answer.x_calibrated = prior is not None or temperature != 1.0  # the file records a type it left alone as T = 1, no prior
         answer.x_temperature = temperature
         answer.x_debiased = prior is not None
         self._add_rules(plan, calibrated, answer)

@@ -7,7 +7,8 @@ Strict System One clients see exactly the fields they know; every extra is `x_`-
   and, on choice and score, `x_top_probability` (the top-1 probability over the shown options);
 - on a noul answer `x_probabilities` (`{"true": p, "false": 1 - p}`);
 - `usage.x_cached_tokens` (prefix tokens served from the prefix cache), `x_timing`, `x_model_info`;
-- with a calibration file, `x_raw_probabilities`, `x_calibrated`, `x_temperature`, `x_debiased`; with
+- with a calibration file, `x_raw_probabilities`, `x_calibrated` (whether a kept temperature or prior changed
+  this answer), `x_temperature`, `x_debiased`; with
   `include_logits`, `x_logits`.
 
 The Python attributes keep their plain names (`answer.option_mass`, `response.timing`); only the

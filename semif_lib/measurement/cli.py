@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations`, `semif eval`, `semif eval-compare` and `semif sets`.
+rotations`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -109,6 +109,12 @@ def command_compare(args: argparse.Namespace) -> int:
     return command_compare(args)
 
 
+def command_calibrate(args: argparse.Namespace) -> int:
+    from .quality.evaluate import command_calibrate
+
+    return command_calibrate(args)
+
+
 def command_sets(args: argparse.Namespace) -> int:
     from .quality.prediction_sets import command_sets
 
@@ -202,7 +208,7 @@ def add_rotations_parser(which: Any) -> None:
 
 # ---------------------------------------------------------------- semif eval, eval-compare, sets
 def register_quality_cli(sub: Any) -> None:
-    """`semif eval`, `semif eval-compare` and `semif sets`."""
+    """`semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`."""
     p = sub.add_parser("eval", help="decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, debias, permute")
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
     p.add_argument("--calibrate", action="store_true",
@@ -243,3 +249,12 @@ def register_quality_cli(sub: Any) -> None:
     p.add_argument("--debias", action="store_true", help="remove the report's content-free priors first, as its calibration file does")
     p.add_argument("--output", type=Path, help="write the summary as JSON, and its plot next to it as .png")
     p.set_defaults(func=command_sets)
+    p = sub.add_parser("calibrate", help="the calibration file refitted from a `semif eval` report's stored decisions, without the model")
+    p.add_argument("report", type=Path, help="a report written by `semif eval --output` (it stores every raw decision and prior)")
+    p.add_argument("--calibration-out", type=Path, dest="calibration_out", required=True, help="where to write the calibration file")
+    p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE, help=f"target coverage (default {DEFAULT_TARGET_COVERAGE})")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
+                   help=f"abstain below the confidence where the answered error reaches this (default {DEFAULT_MAX_ERROR})")
+    p.add_argument("--bootstrap", type=int, default=500, help="bootstrap resamples (over states) for 95%% intervals; 0 = none")
+    p.add_argument("--output", type=Path, help="write the refitted report as JSON")
+    p.set_defaults(func=command_calibrate)

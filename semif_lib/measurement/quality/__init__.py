@@ -4,9 +4,10 @@
 model's raw readout of labeled questions, content-free priors, option rotations, the JSON-generation
 baseline), `report` (the metrics table, the Markdown the README quotes, the reliability diagram),
 `comparison` (`semif eval-compare`), `labeled` (labeled JSON Lines), `calibration` (`Decision`,
-temperatures, out-of-fold fits, the calibration file), `metrics` (accuracy, ECE, Brier, NLL, option
-mass, bootstrap intervals) and `prediction_sets` (`semif sets`: sets and abstention, fitted and checked
-out of fold).
+temperatures, out-of-fold fits), `verdicts` (which fitted values the calibration file keeps, and why),
+`calibration_file` (the file written, and `semif calibrate` from a stored report), `metrics` (accuracy,
+ECE, Brier, NLL, option mass, bootstrap intervals) and `prediction_sets` (`semif sets`: sets and
+abstention, fitted and checked out of fold).
 
 Doors: the measurement wing's shared modules, the decision wing and the plumbing; never `bench`, never `cli`.
 """

@@ -41,7 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...decision.engine import DecisionEngine
     from .calibration import Decision
 
-__all__ = ["command_eval", "describe_command", "evaluate_decisions", "evaluate_workload", "load_decisions", "write_calibration"]
+__all__ = [
+    "command_calibrate", "command_eval", "describe_command", "evaluate_decisions", "evaluate_workload", "load_decisions",
+    "write_calibration",
+]
 
 RECALL_TASKS = ("code_search",)
 
@@ -72,7 +75,7 @@ def evaluate_decisions(
     from .calibration import prior_remover
 
     base = prior_remover(priors)
-    variants, extra = _variant_probabilities(decisions, base, calibrate, folds, seed)
+    variants, extra = _variant_probabilities(decisions, base, calibrate, folds, seed, priors)
     rows: list[int] = []
     averaged: list[np.ndarray] = []
     if permuted:
@@ -86,25 +89,29 @@ def evaluate_decisions(
             per_task[task]["permuted_mean"] = metrics
     overall = per_task.pop("all")
     report: dict[str, Any] = {"tasks": per_task, "overall": overall}
-    if calibrate:
-        report.update(_fit_on_all_rows(decisions, base))
     report.update(extra)
     return report
 
 
 def _variant_probabilities(
-    decisions: Sequence["Decision"], base: Any, calibrate: bool, folds: int, seed: int
+    decisions: Sequence["Decision"], base: Any, calibrate: bool, folds: int, seed: int, priors: dict[str, list[float]] | None
 ) -> tuple[dict[str, list["np.ndarray"]], dict[str, Any]]:
-    """Probabilities per variant (raw, debiased with `base`, calibrated out of fold) and the fold temperatures."""
+    """Probabilities per variant (raw, debiased with `base`, calibrated out of fold as the file would keep it), and the verdicts."""
+    import numpy as np
+
     from ...decision.readout import softmax
-    from .calibration import predict_out_of_fold
+    from .verdicts import judge_calibration
 
     variants: dict[str, list[np.ndarray]] = {"raw": [d.probabilities for d in decisions]}
     if base is not None:
         variants["debiased"] = [softmax(base(d)) for d in decisions]
     extra: dict[str, Any] = {}
     if calibrate:
-        variants["calibrated_oof"], extra["fold_temperatures"] = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=base)
+        judgement = judge_calibration(decisions, priors, folds, seed)
+        variants["calibrated_oof"] = judgement.probabilities
+        unchanged = all(int(np.argmax(p)) == int(np.argmax(b)) for p, b in zip(judgement.probabilities, judgement.base, strict=True))
+        extra.update(temperatures=judgement.temperatures, argmax_unchanged_by_temperature=bool(unchanged),
+                     fold_temperatures=judgement.fold_fits, calibration_verdicts=judgement.to_json())
     return variants, extra
 
 
@@ -166,20 +173,6 @@ def _permuted_metrics(
     return metrics
 
 
-def _fit_on_all_rows(decisions: Sequence["Decision"], base: Any) -> dict[str, Any]:
-    """Temperatures fitted on every row (after the priors, if any), and whether applying them kept every argmax."""
-    import numpy as np
-
-    from ...decision.calibrator import apply_temperature
-    from .calibration import fit_temperatures
-
-    fitted = [d if base is None else type(d)(**{**d.__dict__, "logits": base(d)}) for d in decisions]
-    temperatures = fit_temperatures(fitted)
-    final = [apply_temperature(f.logits, temperatures.get(f.kind, 1.0)) for f in fitted]
-    unchanged = all(int(np.argmax(p)) == int(np.argmax(f.logits)) for p, f in zip(final, fitted, strict=True))
-    return {"temperatures": temperatures, "argmax_unchanged_by_temperature": bool(unchanged)}
-
-
 def evaluate_workload(
     engine: "DecisionEngine",
     items: Sequence[LabeledItem],
@@ -234,27 +227,11 @@ def load_decisions(report: dict[str, Any]) -> tuple[list["Decision"], dict[str, 
     return [Decision.from_json(row) for row in report.get("decisions", [])], report.get("priors")
 
 
-def write_calibration(
-    decisions: Sequence["Decision"],
-    report: dict[str, Any],
-    priors: dict[str, list[float]] | None,
-    path: Path | str,
-    source: Sequence[str] = (),
-    targets: tuple[float, float] | None = None,
-) -> Path:
-    """Fit the temperatures on every row (after the content-free priors, if any) and save the file the engine loads.
+def write_calibration(*args: Any, **kwargs: Any) -> Path:
+    """Save the calibration file the engine loads (`calibration_file.write_calibration`, which says what it keeps)."""
+    from .calibration_file import write_calibration as write
 
-    With `targets` (coverage, max error), the file also carries prediction-set and abstention rules.
-    """
-    from .calibration import build_calibration, save_calibration
-    from .prediction_sets import rules_document
-
-    summary = {name: {k: v for k, v in m.items() if k != "ci95"} for name, m in report["overall"].items()}
-    doc = build_calibration(decisions, report["model"]["sha256"], report["model"]["file"], priors=priors,
-                            metrics={"overall": summary, "out_of_fold": bool(report.get("options", {}).get("calibrate"))}, source=source)
-    if targets:
-        doc.update(rules_document(decisions, doc["temperatures"], priors, *targets))
-    return save_calibration(json.loads(json.dumps(doc, default=_json_default)), path)
+    return write(*args, **kwargs)
 
 
 # --------------------------------------------------------------------- CLI
@@ -316,14 +293,10 @@ def command_eval(args: Any) -> int:
     print(format_report(report))
 
     if args.calibrate:
-        from .prediction_sets import evaluate_prediction_sets, format_prediction_sets
+        from .calibration_file import calibrate_report
 
-        report["prediction_sets"] = evaluate_prediction_sets(decisions, args.coverage, args.max_error, args.folds, args.seed, priors)
-        print(format_prediction_sets(report["prediction_sets"]))
         target = args.calibration_out or settings.results_dir / "calibration" / f"{report['model']['id']}.json"
-        write_calibration(decisions, report, priors, target, [str(p) for p in args.input], (args.coverage, args.max_error))
-        report["calibration_file"] = str(target)
-        print(f"wrote calibration file {target} (use it with SEMIF_CALIBRATION={target})", file=sys.stderr)
+        calibrate_report(report, decisions, priors, target, [str(p) for p in args.input], (args.coverage, args.max_error))
     plot = args.plot or (args.output.with_suffix(".png") if args.output else None)
     if plot:
         plot_reliability(reliability_sets(decisions, report, priors), plot,
@@ -333,5 +306,29 @@ def command_eval(args: Any) -> int:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(report, indent=2, default=_json_default) + "\n", encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def command_calibrate(args: Any) -> int:
+    """`semif calibrate REPORT`: the calibration file refitted from a stored `semif eval` report's decisions, without the model."""
+    from .calibration_file import calibrate_report
+
+    stored = json.loads(Path(args.report).read_text(encoding="utf-8"))
+    decisions, priors = load_decisions(stored)
+    options = {**stored.get("options", {}), "calibrate": True}
+    report = evaluate_decisions(decisions, calibrate=True, folds=options.get("folds", 5), priors=priors, bootstrap=args.bootstrap,
+                                seed=options.get("seed", 0))
+    report.update(model=stored["model"], options=options, counts=stored.get("counts", {}), inputs=stored.get("inputs", []),
+                  source_command=stored.get("command"), command=f"semif calibrate {args.report} --calibration-out {args.calibration_out}"
+                  + "".join(f" --{k.replace('_', '-')} {getattr(args, k)}" for k in ("coverage", "max_error", "bootstrap", "output")
+                            if getattr(args, k) is not None))
+    print(format_report(report))
+    calibrate_report(report, decisions, priors, args.calibration_out, stored.get("inputs") or [str(args.report)],
+                     (args.coverage, args.max_error))
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({**report, "decisions": stored.get("decisions", []), "priors": priors}, indent=2,
+                                          default=_json_default) + "\n", encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -6,7 +6,7 @@ priors and temperatures applied to every labeled decision), so a served set is c
 rule on the same kind of number it was fitted on.
 
 The check is nested and grouped by state, so no state informs its own answer: probabilities
-calibrated out of fold (`calibration.predict_out_of_fold`), then a second grouped split whose
+calibrated out of fold as the file would keep them (`verdicts.judge_calibration`), then a second grouped split whose
 training folds fit the thresholds and whose held-out fold measures coverage, set size and
 abstention. Coverage carries a Wilson interval, set size a bootstrap one.
 """
@@ -120,20 +120,25 @@ def abstention_curve(top: Sequence[float], correct: Sequence[bool], points: int 
 
 
 def rules_document(decisions: Sequence["Decision"], temperatures: dict[str, float], priors: dict[str, list[float]] | None,
-                   target_coverage: float, max_error: float) -> dict[str, Any]:
-    """The calibration file's `prediction_sets` and `abstention` sections, fitted on what that file serves."""
+                   target_coverage: float, max_error: float, kept: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The calibration file's `prediction_sets` and `abstention` sections, fitted on what that file serves.
+
+    With `kept` (`verdicts.judge_rules`), a type's rule enters only where its verdict kept it.
+    """
     thresholds, abstentions = fit_rules(decisions, served_probabilities(decisions, temperatures, priors), target_coverage, max_error)
-    return {"prediction_sets": {k: t.to_json() for k, t in thresholds.items()},
-            "abstention": {k: a.to_json() for k, a in abstentions.items()}}
+    keep = (lambda kind, step: True) if kept is None else (lambda kind, step: bool(kept.get(kind, {}).get(step, {}).get("kept")))
+    return {"prediction_sets": {k: t.to_json() for k, t in thresholds.items() if keep(k, "prediction_set")},
+            "abstention": {k: a.to_json() for k, a in abstentions.items() if keep(k, "abstention")}}
 
 
 def evaluate_prediction_sets(decisions: Sequence["Decision"], target_coverage: float = DEFAULT_TARGET_COVERAGE,
                              max_error: float = DEFAULT_MAX_ERROR, folds: int = 5, seed: int = 0,
                              priors: dict[str, list[float]] | None = None) -> dict[str, Any]:
-    """Held-out coverage, set size and abstention per question type (nested, grouped by state)."""
-    from .calibration import predict_out_of_fold, prior_remover, split_groups
+    """Held-out coverage, set size and abstention per question type (nested, grouped by state), on what the file would keep."""
+    from .calibration import split_groups
+    from .verdicts import judge_calibration
 
-    probs, _ = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=prior_remover(priors))
+    probs = judge_calibration(decisions, priors, folds, seed).probabilities
     per_row: list[dict[str, Any] | None] = [None] * len(decisions)
     for train, test in split_groups([d.group_id for d in decisions], folds, seed + 1):
         thresholds, abstentions = fit_rules([decisions[i] for i in train], [probs[i] for i in train], target_coverage, max_error)

@@ -56,18 +56,20 @@ def _baseline_row(task: str, base: dict[str, Any]) -> dict[str, Any]:
 
 
 def _temperature_notes(report: dict[str, Any]) -> list[str]:
+    """The temperatures the file applies, and per type what was kept and why (`verdicts`)."""
     if "temperatures" not in report:
         return []
-    from .calibration import TEMPERATURE_BOUNDS
+    from .verdicts import format_verdicts
 
-    low, high = TEMPERATURE_BOUNDS
     temps = ", ".join(f"{k}={v:.3g}" for k, v in report["temperatures"].items())
-    lines = [f"fitted temperatures (all rows): {temps}"]
-    if any(v >= 0.99 * high for v in report["temperatures"].values()):
-        lines.append(f"  T at the upper bound {high:g}: "
-                     "the ranking carries almost no information, so calibration flattens it to the base rate")
-    if any(v <= 1.01 * low for v in report["temperatures"].values()):
-        lines.append(f"  T at the lower bound {low:g}: the fit rows are (nearly) all right; add labeled rows before trusting it")
+    lines = [f"temperatures the calibration file applies (1 = identity): {temps}"]
+    verdicts = report.get("calibration_verdicts")
+    if verdicts:
+        overall = verdicts["overall"]
+        lines.append(format_verdicts(verdicts["by_kind"], ("prior", "temperature")))
+        if overall.get("raw"):
+            lines.append(f"all types, out of fold: ECE {overall['raw']['ece']:.3f} raw -> {overall['kept']['ece']:.3f} kept, "
+                         f"NLL {overall['raw']['nll']:.3f} -> {overall['kept']['nll']:.3f}")
     return lines
 
 
@@ -174,16 +176,17 @@ def collect_reliability_sets(report_decisions: Sequence["Decision"], variants: d
 def variant_probabilities(
     decisions: Sequence["Decision"], report: dict[str, Any], priors: dict[str, list[float]] | None, folds: int, seed: int
 ) -> dict[str, list["np.ndarray"]]:
-    """Recompute the per-decision probabilities of raw / debiased / out-of-fold calibrated (deterministic) for plots."""
+    """Recompute the per-decision probabilities of raw / debiased / out-of-fold calibrated as kept (deterministic) for plots."""
     from ...decision.readout import softmax
-    from .calibration import predict_out_of_fold, prior_remover
+    from .calibration import prior_remover
+    from .verdicts import judge_calibration
 
     out: dict[str, list[Any]] = {"raw": [d.probabilities for d in decisions]}
     base = prior_remover(priors)
     if base is not None:
         out["debiased"] = [softmax(base(d)) for d in decisions]
     if "temperatures" in report:
-        out["calibrated (out of fold)"] = predict_out_of_fold(decisions, folds=folds, seed=seed, transform=base)[0]
+        out["calibrated (out of fold)"] = judge_calibration(decisions, priors, folds, seed).probabilities
     return out
 
 
