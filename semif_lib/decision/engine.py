@@ -25,7 +25,7 @@ from ..errors import InvalidRequestError, ModelLoadError, SemifError
 from ..model.hub import hub_origin
 from ..model.locate import find_model_path
 from ..settings import MODES, Settings, load_settings
-from .backend import LlamaBackend, ensure_backend, inject_faults, make_fault_plan
+from .backend import LlamaBackend, inject_faults, make_fault_plan
 from .bookkeeping import Timings, build_response
 from .conditioning import order_stages, score_in_stages
 from .kvstore import Counters, KVStore, Lease
@@ -37,7 +37,7 @@ from .readout import read_answers
 from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
 
-__all__ = ["DecisionEngine", "EngineMode", "ensure_backend", "open_engine"]
+__all__ = ["DecisionEngine", "EngineMode", "open_engine"]
 
 EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
 Result = DecisionResponse | SemifError

@@ -215,7 +215,7 @@ def bad_input_cases() -> list[tuple[str, bytes, dict[str, str], str, int]]:
 def run_bad_inputs(url: str) -> dict[str, Any]:
     """Every hostile class once: its status, and whether the body is Jev's error shape with a message (`errors.read_error`).
 
-    A 400 expected for a body that fails validation is met by Jev's 422 (the adapter's wire since jevcompat).
+    A 400 expected for a body that fails validation is met by a 422: Jev's wire, which the adapter speaks, answers those with 422.
     """
     import httpx
 
