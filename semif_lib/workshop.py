@@ -8,9 +8,10 @@ What a run created is recorded in the state file (`registry.WorkshopState`, re-e
 `load_state`); `cleanup()` deletes everything in reverse order, each resource by the target that
 created it, and reports what it removed.
 
-Importing this module loads neither the AWS wing nor boto3, and neither do the steps with `target=local`:
-the tarball, the request bytes and the chat stream are plumbing (`model.package`, `invocation`). The wing
-opens inside `AwsTarget`'s methods (and `ContainerTarget`'s pull of the real DLC image).
+Importing this module loads no AWS SDK (boto3, botocore, the SageMaker SDK), and neither do the steps with
+`target=local`: the tarball, the request bytes and the chat stream are plumbing (`model.package`, `invocation`),
+and the AWS wing loads the SDKs only inside the functions that call AWS (`AwsTarget`'s steps, and
+`ContainerTarget`'s pull of the real DLC image).
 """
 
 from __future__ import annotations

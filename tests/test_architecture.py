@@ -268,15 +268,15 @@ with running_stub_adapter(streams=False) as adapter:  # a server that does not s
     assert workshop.invoke_decision({{"state": "x", "questions": {{}}}}, settings=settings, state=state) == {{"answers": {{}}}}
     assert workshop.chat("hi", settings=settings, state=state) == {{"answers": {{}}}}
     assert list(workshop.stream_chat("hi", settings=settings, state=state)) == []  # a JSON body, no `data:` line: no delta
-print(sorted(m for m in sys.modules if m.startswith("semif_lib.aws")
-             or m.split(".")[0] in ("boto3", "botocore", "sagemaker", "s3transfer")))
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore", "sagemaker", "s3transfer")))
 """
 
 
-def test_target_local_loads_neither_the_aws_wing_nor_boto3():
+def test_target_local_loads_no_aws_sdk():
     """A target=local run's state, display, no-op steps, stopping servers, cleanup, packaging, the text server's
-    settings, and the invoke and chat steps (answered by the stand-in adapter) load not one module of the AWS wing,
-    nor boto3: the one subprocess check of what a local run loads."""
+    settings, and the invoke and chat steps (answered by the stand-in adapter) load neither boto3, botocore, s3transfer
+    nor the SageMaker SDK: the one subprocess check of what a local run loads. The AWS wing's own modules may load (the
+    targets import them); they load the SDKs only inside the functions that call AWS."""
     from support.paths import ROOT
 
     code = LOCAL_RUN.format(tests=str(ROOT / "tests"))

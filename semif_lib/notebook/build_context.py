@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from ..aws.imagebuild import build_source_zip
 from ..dockerfile import Dockerfile
 from ..paths import repo_root
 
@@ -27,8 +28,6 @@ def _buildspec_commands(buildspec: Path) -> tuple[bool, list[str]]:
 
 
 def _zip_names(root: Path) -> tuple[bytes, str, list[str]]:
-    from ..aws.imagebuild import build_source_zip
-
     data, sha = build_source_zip(root)
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         return data, sha, zf.namelist()

@@ -14,7 +14,7 @@ Each step, per target (`LocalTarget`: processes; `ContainerTarget`: images, as S
 
 `select_target(settings)` is the target a step runs on; `owner_of(kind, settings)` the one that
 removes a recorded resource (the target that created it, whatever the target is now). Selecting a
-target imports nothing heavy: the AWS wing and boto3 load inside `AwsTarget`'s methods.
+target imports nothing heavy: boto3 and the SageMaker SDK load inside the AWS wing's functions, when a step calls AWS.
 
 Modules: `base` (the `Target` protocol), `machine` (what the two targets on this machine share), `local`,
 `container` and `aws` (one target each).

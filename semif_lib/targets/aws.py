@@ -1,8 +1,9 @@
 """target=aws: the workshop's steps as SageMaker endpoints, CodeBuild, Batch Transform and S3.
 
-Every method calls the AWS wing (`semif_lib.aws`), imported inside it: selecting this target loads
-neither the wing nor boto3. Each step runs inside `aws_errors(step)`, so missing credentials or a
-denied action is one line that says what to do, naming the notebook step.
+Every method calls the AWS wing (`semif_lib.aws`), whose modules load boto3 and the SageMaker SDK only
+inside the functions that call AWS: selecting this target loads neither. Each step runs inside
+`aws_errors(step)`, so missing credentials or a denied action is one line that says what to do, naming
+the notebook step.
 """
 
 from __future__ import annotations
@@ -10,8 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
+from ..aws import deployment, imagebuild, invocations, packaging, preflight, scaling
+from ..aws.clients import get_region, in_region
+from ..aws.dlc import require_dlc_region
+from ..aws.errors import AwsSetupError, aws_errors
+from ..aws.quotas import check_quotas, describe_quotas
+from ..aws.teardown import delete_resource
 from ..registry import WorkshopState
 from ..settings import Settings
+from .container import ContainerTarget
+from .local import LocalTarget
 
 __all__ = ["AwsTarget", "settings_for_cleanup"]
 
@@ -32,15 +41,9 @@ class AwsTarget:
         return "AwsTarget(target='aws')"
 
     def region(self) -> str | None:
-        from ..aws.clients import get_region
-
         return get_region(self.settings)
 
     def check_permissions(self, state: WorkshopState, log: Callable[[str], None]) -> Any:
-        from ..aws import preflight
-        from ..aws.errors import aws_errors
-        from ..aws.quotas import check_quotas, describe_quotas
-
         with aws_errors("check_permissions (01)"):
             check = preflight.check_permissions(self.settings, state)
             check.quotas = check_quotas(self.settings)
@@ -50,79 +53,47 @@ class AwsTarget:
         return check
 
     def publish_model(self, package: Any, state: WorkshopState, progress: bool) -> dict[str, Any]:
-        from ..aws import packaging
-        from ..aws.clients import get_region
-        from ..aws.dlc import require_dlc_region
-        from ..aws.errors import aws_errors
-
         with aws_errors("package_model (01)"):
             require_dlc_region(get_region(self.settings))  # before the bucket: no DLC here, no endpoint later
             result = packaging.upload_model(package, settings=self.settings, state=state, progress=progress)
         return {"model_data_url": result.uri, "uploaded": not result.skipped}
 
     def deploy_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None, wait: bool) -> str:
-        from ..aws import deployment
-        from ..aws.errors import aws_errors
-
         with aws_errors("deploy_text_model (02)"):  # the variant's defaults merged with llama_settings (GPU offload stays)
             return deployment.deploy_text_endpoint(settings=self.settings, state=state, llama_settings=llama_settings, wait=wait)
 
     def build_adapter_image(self, state: WorkshopState, wait: bool, log: Callable[[str], None]) -> str:
-        from ..aws import imagebuild
-        from ..aws.errors import aws_errors
-
         with aws_errors("build_adapter_image (03)"):
             return imagebuild.build_adapter_image(settings=self.settings, state=state, wait=wait, log=log)
 
     def deploy_decision_model(self, state: WorkshopState, wait: bool) -> str:
-        from ..aws import deployment
-        from ..aws.errors import aws_errors
-
         with aws_errors("deploy_decision_model (04)"):
             return deployment.deploy_decision_endpoint(settings=self.settings, state=state, wait=wait)
 
     def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
-        from ..aws import invocations
-        from ..aws.errors import aws_errors
-
         with aws_errors("invoke_decision"):
             return invocations.invoke_decision_endpoint(endpoint, body, settings=self.settings, mode=mode)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
-        from ..aws import invocations
-        from ..aws.errors import aws_errors
-
         with aws_errors("chat"):
             return invocations.invoke_chat_endpoint(endpoint, body, settings=self.settings)
 
     def stream_chat(self, endpoint: str, body: bytes) -> Iterator[str]:
-        from ..aws import invocations
-        from ..aws.errors import aws_errors
-
         with aws_errors("stream_chat"):
             yield from invocations.stream_chat_endpoint(endpoint, body, settings=self.settings)
 
     def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> str:
-        from ..aws import scaling
-        from ..aws.errors import aws_errors
-
         with aws_errors("score_jsonlines (04, Batch Transform)"):
             return scaling.run_batch_transform(path, settings=self.settings, state=state, wait=wait)
 
     def enable_autoscaling(self, state: WorkshopState, min_instances: int, max_instances: int,
                            invocations_per_instance: float) -> dict[str, Any]:
-        from ..aws import scaling
-        from ..aws.errors import aws_errors
-
         endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
         with aws_errors("enable_autoscaling (04)"):
             return scaling.enable_autoscaling(endpoint, min_instances=min_instances, max_instances=max_instances,
                                               invocations_per_instance=invocations_per_instance, settings=self.settings, state=state)
 
     def delete_resource(self, entry: dict[str, Any]) -> bool:
-        from ..aws.errors import aws_errors
-        from ..aws.teardown import delete_resource
-
         with aws_errors(f"cleanup of {entry['kind']} {entry['name']}"):
             return delete_resource(entry, self.settings)
 
@@ -132,16 +103,11 @@ def settings_for_cleanup(settings: Settings, state: WorkshopState) -> Settings:
 
     A session in another region would find nothing there, report everything "already gone" and
     delete the state file while the endpoints keep billing: that is refused, naming both regions.
-    A state that records only servers on this machine needs no region (and loads no AWS code).
+    A state that records only servers on this machine needs no region (and no AWS session).
     """
-    from .container import ContainerTarget
-    from .local import LocalTarget
-
     on_this_machine = LocalTarget.kinds | ContainerTarget.kinds
     if state.region is None or all(e["kind"] in on_this_machine for e in state.resources):
         return settings
-    from ..aws.clients import get_region, in_region
-    from ..aws.errors import AwsSetupError, aws_errors
 
     with aws_errors("cleanup (99)"):
         current = get_region(settings)

@@ -11,6 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping
 
+from ..aws.clients import get_region
+from ..aws.errors import aws_errors
+from ..aws.imagebuild import pull_dlc_image
+from ..containers.images import ADAPTER_IMAGE, REPLICA_IMAGE, build_replica_image
+from ..containers.images import build_adapter_image as build_image_here
+from ..containers.runtime import ContainerError, ContainerRuntime, RunningContainer, find_container_runtime, image_exists, run_container
+from ..model.package import plan_hosting
 from ..processes import is_answering
 from ..registry import WorkshopState
 from ..settings import Settings
@@ -21,8 +28,6 @@ __all__ = ["ContainerTarget", "delete_local_container", "require_container_runti
 
 def require_container_runtime() -> Any:
     """The docker or podman CLI for target=container, or one line on how to get one."""
-    from ..containers.runtime import find_container_runtime
-
     runtime = find_container_runtime()
     if runtime is None:
         raise LocalServerError("target=container needs a working docker or podman CLI (none answered `info`): install one, "
@@ -34,9 +39,6 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
                           env: Mapping[str, str] | None = None, log: Callable[[str], None] = print) -> str:
     """Run `image` as SageMaker does (`run IMAGE serve`, model read-only at /opt/ml/model, SIGTERM on stop),
     its port 8080 published where `SEMIF_LOCAL_{DECISION,TEXT}_URL` says; recorded for `cleanup()`."""
-    from ..containers.runtime import ContainerError, run_container
-    from ..model.package import plan_hosting
-
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
     if is_answering(url):
         return url
@@ -58,14 +60,7 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
 def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], None] = print) -> str:
     """The text path's image for target=container: the real llama.cpp DLC if it is here or AWS credentials
     can pull it, else the local replica (container/replica/Dockerfile), built on first use."""
-    from ..containers.images import REPLICA_IMAGE, build_replica_image
-    from ..containers.runtime import image_exists
-
     try:
-        from ..aws.clients import get_region
-        from ..aws.errors import aws_errors
-        from ..aws.imagebuild import pull_dlc_image
-
         with aws_errors("pull the llama.cpp DLC image"):
             uri = pull_dlc_image(runtime, get_region(settings), settings.dlc_variant, settings=settings)
         log(f"text image: the llama.cpp DLC itself, {uri}")
@@ -81,8 +76,6 @@ def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], No
 
 def delete_local_container(entry: dict[str, Any]) -> bool:
     """Stop a container this target started (SIGTERM, SIGKILL after 30 s) and remove it; False when it was gone."""
-    from ..containers.runtime import ContainerRuntime, RunningContainer
-
     runtime = ContainerRuntime(entry["runtime"])
     if runtime.run("container", "inspect", entry["name"], check=False).returncode != 0:
         return False
@@ -104,9 +97,6 @@ class ContainerTarget(MachineTarget):
         return url
 
     def build_adapter_image(self, state: WorkshopState, wait: bool, log: Callable[[str], None]) -> str:
-        from ..containers.images import ADAPTER_IMAGE
-        from ..containers.images import build_adapter_image as build_image_here
-
         runtime = require_container_runtime()
         base = state.get("text_image") or resolve_text_image(self.settings, runtime, log)
         log(f"building {ADAPTER_IMAGE} from container/Dockerfile with BASE_IMAGE={base} (a few minutes: pip inside the image) ...")
