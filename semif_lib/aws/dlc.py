@@ -8,10 +8,14 @@ early, with its name, before anything is created.
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 from dataclasses import dataclass
 from typing import Callable
 
+from ..containers.runtime import find_container_runtime, read_image_build
+from ..llamabuilds import DLC_RELEASES, VERIFIED_BINDINGS, BindingMismatchError, binding_for_build, release_at, release_for_build
 from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import get_region, make_client, partition_for
@@ -204,8 +208,6 @@ class DlcCheck:
     notes: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
-        from ..llamabuilds import DLC_RELEASES, VERIFIED_BINDINGS, release_for_build
-
         release = release_for_build(self.build) if self.build is not None else None
         shown = f"b{self.build}" + (f" ({release.name}, the DLC's release of {release.date})" if release else "")
         out = [f"image    {self.image}"]
@@ -235,9 +237,6 @@ def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -
     every account has on the DLC), the image's creation date from its config where ecr:GetDownloadUrlForLayer allows,
     and, with `run`, the build its own llama-server prints (docker or podman, logged in to the DLC registry). `image`
     (any reference, e.g. a local replica) skips the registry."""
-    from ..containers.runtime import find_container_runtime, read_image_build
-    from ..llamabuilds import BindingMismatchError, binding_for_build, release_at
-
     notes: list[str] = []
     pinned = created = None
     if image is None:
@@ -271,9 +270,6 @@ def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -
 
 def read_dlc_created(settings: Settings, pinned: str) -> tuple[str | None, str]:
     """(the image config's `created`, "") for a pinned DLC image; (None, why) where the config cannot be read."""
-    import json
-    import urllib.request
-
     from botocore.exceptions import BotoCoreError, ClientError
 
     registry, _, rest = pinned.partition("/")

@@ -7,6 +7,7 @@ never rebuilt and the repository can keep IMMUTABLE tags.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import time
@@ -14,6 +15,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
+from ..containers.runtime import image_exists
 from ..paths import repo_root
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
@@ -277,10 +279,6 @@ def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", settings: Se
     credentials (`ecr:GetAuthorizationToken` on the DLC account) and pull it; any failure (no
     credentials, no permission, no network) raises, and the caller falls back to the replica.
     """
-    import base64
-
-    from ..containers.runtime import image_exists
-
     uri = resolve_dlc_image_uri(region, variant)
     if image_exists(runtime, uri):
         return uri

@@ -24,6 +24,7 @@ from .errors import CREDENTIAL_ERRORS, DENIED_CODES, AwsPermissionError, error_c
 from .iamroles import ROLE_PATH, boundary_arn, role_policy
 from .packaging import bucket_region, default_bucket
 from .permissions import CALLER_POLICY, PROVISIONING_POLICY, needs_in_context
+from .quotas import describe_quotas
 
 __all__ = ["PermissionCheck", "caller_arns", "caller_policy", "caller_principal", "check_permissions", "provisioning_policy"]
 
@@ -139,8 +140,6 @@ class PermissionCheck:
         lines = [self.summary()] + [f"  {mark[r['allowed']] if not (r.get('optional') and r['allowed'] is False) else 'opt':>3}  "
                                     f"{r['step']:<24} {r['action']:<48} {r['how']}" for r in self.rows]
         if self.quotas:
-            from .quotas import describe_quotas
-
             lines += ["quotas (Service Quotas):", *describe_quotas(self.quotas)]
         return "\n".join(lines)
 

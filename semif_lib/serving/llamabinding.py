@@ -45,6 +45,7 @@ from ..llamabuilds import (
     read_library_build,
 )
 from ..settings import load_settings
+from .app import main as serve_main
 
 __all__ = ["BINDING_VERSION", "DLC_LIB_DIR", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
            "binding_for_build", "load_backends", "pair_for_build", "prepare_binding", "read_library_build"]
@@ -240,7 +241,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[0] != "serve":
         print(f"semif: unknown command {argv[0]!r}: use check, serve or run MODULE", file=sys.stderr)
         return 2
-    from .app import main as serve_main
 
     return serve_main(argv)
 

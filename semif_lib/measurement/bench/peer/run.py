@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
@@ -190,8 +191,6 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
     `semif_lib.serving.llamabinding` exactly as the adapter image runs on the DLC's libllama: same
     kernels on both sides. `venv` runs on llama-cpp-python's own build. `auto` takes `build` when it is there.
     """
-    from importlib import metadata
-
     from ....containers.textserver import find_llama_server
 
     binary = find_llama_server()
