@@ -2,8 +2,9 @@
 
 The numbers and names a container lives by on SageMaker AI ("Use your own inference code with hosting services",
 InvokeEndpoint's reference, "Stateful sessions"; as aws/sagemaker-inference-toolkit's `parameters.py` keeps them):
-the port, where the model is unpacked, the payload and invocation limits, the stop grace, the headers. The adapter,
-the text twin, the image runners, the AWS wing and the benchmarks read them from here. One exception copies a
+the port, where the model is unpacked, the payload and invocation limits, the stop grace, the headers, and the
+stateful sessions' wire and environment as AWS's container standard (aws/model-hosting-container-standards) has
+them. The adapter, the text twin, the image runners, the AWS wing and the benchmarks read them from here. One exception copies a
 value: `llama_flags.DLC_MODEL_DIR`, because the replica image runs that file alone (a test holds them equal).
 
 The answer deadline lives here too, as the rule it is: while `SEMIF_REQUEST_TIMEOUT_S` is one a real-time endpoint
@@ -14,8 +15,9 @@ one through `CreateTransformJob.Environment`, inside the job's `InvocationsTimeo
 
 from __future__ import annotations
 
-__all__ = ["ANSWER_DEADLINE_FACTOR", "CLOSED_SESSION_HEADER", "CUSTOM_ATTRIBUTES_HEADER", "KILL_AFTER_S", "MAX_PAYLOAD_BYTES",
-           "MODEL_DIR", "NEW_SESSION_HEADER", "PORT", "REALTIME_INVOCATION_S", "SESSION_HEADER", "answer_deadline_s",
+__all__ = ["ANSWER_DEADLINE_FACTOR", "CLOSED_SESSION_HEADER", "CLOSE_SESSION", "CUSTOM_ATTRIBUTES_HEADER", "KILL_AFTER_S",
+           "MAX_PAYLOAD_BYTES", "MODEL_DIR", "NEW_SESSION", "NEW_SESSION_HEADER", "PORT", "REALTIME_INVOCATION_S", "SESSION_HEADER",
+           "SESSION_ID_PATTERN", "SESSIONS_ENABLED_ENV", "SESSIONS_EXPIRATION_ENV", "SESSIONS_EXPIRATION_S", "answer_deadline_s",
            "request_timeout_for"]
 
 PORT = 8080  # the container answers GET /ping and POST /invocations here
@@ -27,6 +29,13 @@ CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"  # InvokeEndpoin
 SESSION_HEADER = "X-Amzn-SageMaker-Session-Id"  # stateful sessions: the session a request belongs to
 NEW_SESSION_HEADER = "X-Amzn-SageMaker-New-Session-Id"  # the container's answer opening one (`<id>; Expires=<UTC>`)
 CLOSED_SESSION_HEADER = "X-Amzn-SageMaker-Closed-Session-Id"  # the container's answer closing one
+NEW_SESSION = "NEW_SESSION"  # InvokeEndpoint's SessionId opening a session, and the body's {"requestType": ...} doing so
+CLOSE_SESSION = "CLOSE"  # the body's {"requestType": ...} closing the session its header names
+SESSION_ID_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$"  # botocore's SessionIdHeader (at most 256 characters)
+# AWS's container standard (model-hosting-container-standards) reads these two; SageMaker's names, not SEMIF_*.
+SESSIONS_ENABLED_ENV = "SAGEMAKER_ENABLE_STATEFUL_SESSIONS"  # "true": the container opens sessions (default off)
+SESSIONS_EXPIRATION_ENV = "SAGEMAKER_SESSIONS_EXPIRATION"  # a session's lifetime in seconds, fixed at opening
+SESSIONS_EXPIRATION_S = 1200
 
 REALTIME_MARGIN_S = 2.0  # the answer still has to travel back inside the invocation limit
 ANSWER_DEADLINE_FACTOR = 2  # a job admitted just before SEMIF_REQUEST_TIMEOUT_S still gets to compute

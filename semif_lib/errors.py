@@ -61,6 +61,20 @@ class RequestValidationError(InvalidRequestError):
         return {"detail": [{"loc": self.loc, "msg": self.message, "type": self.kind, "field": self.field}]}
 
 
+class SessionError(InvalidRequestError):
+    """A stateful session the request names is unknown, closed or expired, or sessions are off: 400 naming the header, as AWS's
+    container standard answers (SageMaker relays it; the client opens a new session)."""
+
+    error_type = "invalid_session"
+
+
+class SessionLimitError(SemifError):
+    """Opening one more session, or keeping one more state cached for sessions, would pass a limit: 429 naming it."""
+
+    status_code = 429
+    error_type = "session_limit"
+
+
 class UnauthorizedError(SemifError):
     status_code = 401
     error_type = "authentication_error"

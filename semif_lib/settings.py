@@ -14,11 +14,12 @@ from dotenv import dotenv_values  # pydantic-settings' own .env reader
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .contract import KILL_AFTER_S, MAX_PAYLOAD_BYTES, MODEL_DIR, PORT
+from .contract import KILL_AFTER_S, MAX_PAYLOAD_BYTES, MODEL_DIR, PORT, SESSIONS_ENABLED_ENV, SESSIONS_EXPIRATION_ENV, SESSIONS_EXPIRATION_S
 from .errors import InvalidRequestError
 
 ENV_PREFIX = "SEMIF_"
-SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+# validate_by_name: a field SageMaker names (`validation_alias`, read from that variable) is still set by its name in code
+SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True)
 # After the drain window (`drain_s`) uvicorn waits this much longer, then the worker's last decode
 # gets what is left; both end a second before SageMaker's SIGKILL (`serving.runner.Drain`).
 DRAIN_TAIL_S = 2.0
@@ -102,6 +103,17 @@ class ServerSettings(BaseSettings):
                     "(SageMaker sends SIGKILL 30 s after SIGTERM).")
     request_timeout_s: float = Field(
         55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
+    # Stateful sessions: SageMaker's two variables (AWS's container standard), then the adapter's bounds on them.
+    stateful_sessions: bool = Field(
+        False, validation_alias=SESSIONS_ENABLED_ENV, description="Open SageMaker stateful sessions ({\"requestType\": "
+        "\"NEW_SESSION\"}); a session keeps the states its requests use cached on this instance until it closes or expires.")
+    sessions_expiration_s: int = Field(
+        SESSIONS_EXPIRATION_S, ge=1, validation_alias=SESSIONS_EXPIRATION_ENV, description="A session's lifetime in seconds, "
+        "fixed when it opens (its Expires).")
+    max_sessions: int = Field(256, ge=1, le=100000, description="Sessions open at once; one more is refused 429.")
+    session_tokens: int = Field(
+        2048, ge=0, description="Tokens of cached states that open sessions keep from eviction together (at most the prefix cache's "
+                                "budget, SEMIF_CACHE_TOKENS); a session request whose state would pass it is refused 429.")
 
 
 class WorkshopSettings(BaseSettings):
@@ -218,7 +230,7 @@ def settings_file() -> Path:
 
 def setting_source(name: str) -> str:
     """Where `load_settings` takes setting `name` from: `SEMIF_X` (the environment), `SEMIF_X in <settings file>`, or `default`."""
-    variable = f"{ENV_PREFIX}{name.upper()}"
+    variable = env_names().get(name, f"{ENV_PREFIX}{name.upper()}")
     if any(key.upper() == variable for key in os.environ):
         return variable
     path = settings_file()
@@ -241,10 +253,11 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         name = str(err["loc"][0]) if err.get("loc") else "settings"
-        source = f"--{name.replace('_', '-')}" if name in given else f"{ENV_PREFIX}{name.upper()}"
+        source = f"--{name.replace('_', '-')}" if name in given else env_names().get(name, name)
         raise InvalidRequestError(f"{source}={err.get('input')!r}: {err['msg']}", field=name) from None
 
 
 def env_names() -> dict[str, str]:
-    """Map each setting to its environment variable, for docs and `semif env`."""
-    return {name: f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
+    """Map each setting to its environment variable, for docs and `semif env` (SageMaker's own names where it has them)."""
+    return {name: field.validation_alias if isinstance(field.validation_alias, str) else f"{ENV_PREFIX}{name.upper()}"
+            for name, field in Settings.model_fields.items()}

@@ -1,11 +1,10 @@
 """The prefix store: cached prefixes in KV sequences, leased to requests, spilled between them.
 
-The engine is the scheduler and this is its memory cache, as in SGLang's scheduler /
-`mem_cache` split or vLLM's `KVCacheManager`: the engine asks for a prefix and gets a `Lease`;
-the store decides how to produce it (`plan_acquire`: one of five typed outcomes), performs the
-KV operations through the small `KVMemory` protocol, and keeps the books: which sequence is
-free, which holds which prefix, what is pinned, what waits in host memory. `check_invariants`
-checks those books against the memory, next to them.
+The engine is the scheduler and this is its memory cache, as in SGLang's scheduler / `mem_cache` split or vLLM's
+`KVCacheManager`: the engine asks for a prefix and gets a `Lease`; the store decides how to produce it (`plan_acquire`:
+one of five typed outcomes), performs the KV operations through the small `KVMemory` protocol, and keeps the books: which
+sequence is free, which holds which prefix, what is pinned, what a stateful session holds, what waits in host memory.
+`check_invariants` checks those books against the memory, next to them.
 
 `decision.backend.LlamaBackend` is the real `KVMemory`; tests drive the store over a simulated
 one in milliseconds (tests/test_kvstore.py), with every fault the real-model tests inject.
@@ -96,11 +95,8 @@ class KVStore:
 
     def reserve(self, cells: int) -> bool:
         """Spill or evict unpinned prefixes (LRU) until `cells` KV cells are free; whether they are."""
-        while self.free_cells < cells:
-            victim = self.cache.pick_victim(resident_only=True)
-            if victim is None:
-                break
-            self._vacate(victim)
+        while self.free_cells < cells and (victim := self.cache.pick_victim(resident_only=True)) is not None:
+            self._vacate(victim)  # a session's held prefix too: spilled it stays cached; without spilling, cells come first
         return self.free_cells >= cells
 
     def require(self, cells: int, required: int | None = None) -> None:
@@ -214,11 +210,16 @@ class KVStore:
                 self._evict(entry)
             elif self.spill:
                 self._spill(entry)
-        while self.cache.used_tokens > self.cache.budget_tokens:
-            victim = self.cache.pick_victim()
-            if victim is None:
-                break
+        while self.cache.used_tokens > self.cache.budget_tokens and (victim := self.cache.pick_victim(keep_held=True)) is not None:
             self._evict(victim)
+
+    def hold(self, prefix: Sequence[int], partition: str | None, holder: str) -> bool:
+        """Keep the cached `prefix` for session `holder` (spilled between requests, never evicted); whether it is cached."""
+        return self.cache.hold(prefix, partition, holder)
+
+    def release_holder(self, holder: str) -> int:
+        """What session `holder` kept is an ordinary LRU entry again (evicted when a `release` needs the budget)."""
+        return self.cache.release_holder(holder)
 
     def mark_stale(self, lease: Lease) -> None:
         """A failed request may have left cells on the prefix: never matched again, evicted on release."""
@@ -320,9 +321,8 @@ class KVStore:
 
     def _check_entry(self, e: CacheEntry, idle: bool) -> list[str]:
         if not e.resident:
-            if e.snapshot is None or e.pins:
-                return [f"a spilled prefix of {len(e)} tokens has {'no snapshot' if e.snapshot is None else f'{e.pins} pin(s)'}"]
-            return []
+            bad = e.snapshot is None or e.pins
+            return [f"a spilled prefix of {len(e)} tokens has {'no snapshot' if e.snapshot is None else f'{e.pins} pin(s)'}"] if bad else []
         problems = []
         span = self.memory.seq_span(e.seq_id)
         if span != (0, len(e) - 1):

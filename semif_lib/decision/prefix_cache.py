@@ -35,6 +35,7 @@ class CacheEntry:
     saved state, kept while resident too (the prefix's cells never change), so spilling a
     restored prefix again costs nothing.
     `stale`: a failed request may have left cells on it; never matched again, evicted on release.
+    `holders`: the stateful sessions that keep it cached (a hold is no pin: it may be spilled, never evicted by the LRU).
     """
 
     tokens: tuple[int, ...]
@@ -43,6 +44,7 @@ class CacheEntry:
     stale: bool = False
     snapshot: Snapshot | None = None
     partition: str | None = None  # OpenAI's `prompt_cache_key`: only requests with the same one share this entry
+    holders: set[str] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -161,6 +163,15 @@ class PrefixCache:
             return MatchResult(None, 0)
         return MatchResult(best, best_len)
 
+    def find(self, tokens: Sequence[int], partition: str | None = None) -> CacheEntry | None:
+        """The entry that is exactly `tokens` in `partition`, if cached (and not stale)."""
+        entry = self._entries.get((partition, tuple(tokens)))
+        return None if entry is None or entry.stale else entry
+
+    def held_tokens(self) -> int:
+        """Tokens of the entries some session holds, each entry once."""
+        return sum(len(e) for e in self._entries.values() if e.holders)
+
     def touch(self, entry: CacheEntry) -> None:
         self._entries.move_to_end(entry.key)
 
@@ -201,6 +212,21 @@ class PrefixCache:
             entry.snapshot = snapshot
         return seq
 
+    def hold(self, tokens: Sequence[int], partition: str | None, holder: str) -> bool:
+        """Session `holder` keeps the entry that is exactly `tokens` cached (the LRU passes it over until `release_holder`);
+        False when no such entry is cached."""
+        entry = self.find(tokens, partition)
+        if entry is not None:
+            entry.holders.add(holder)
+        return entry is not None
+
+    def release_holder(self, holder: str) -> int:
+        """Session `holder` keeps nothing cached any more; returns how many entries it held."""
+        held = [e for e in self._entries.values() if holder in e.holders]
+        for entry in held:
+            entry.holders.discard(holder)
+        return len(held)
+
     def mark_stale(self, entry: CacheEntry) -> None:
         """A failed request may have left cells on `entry`: never matched again, evicted on release."""
         entry.stale = True
@@ -211,9 +237,10 @@ class PrefixCache:
         seq, entry.seq_id, entry.snapshot = entry.seq_id, None, None
         return seq
 
-    def pick_victim(self, resident_only: bool = False) -> CacheEntry | None:
-        """Least recently used entry that no request is using (`resident_only`: one that holds KV cells)."""
+    def pick_victim(self, resident_only: bool = False, keep_held: bool = False) -> CacheEntry | None:
+        """Least recently used entry that no request is using (`resident_only`: one that holds KV cells;
+        `keep_held`: it is to be evicted, so none a session holds)."""
         for entry in self._entries.values():
-            if entry.pins == 0 and (entry.resident or not resident_only):
+            if entry.pins == 0 and (entry.resident or not resident_only) and not (keep_held and entry.holders):
                 return entry
         return None

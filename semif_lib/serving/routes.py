@@ -18,7 +18,7 @@ import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..contract import CUSTOM_ATTRIBUTES_HEADER, answer_deadline_s
+from ..contract import CUSTOM_ATTRIBUTES_HEADER, SESSION_HEADER, answer_deadline_s
 from ..decision.responses import DecisionResponse
 from ..decision.schema import DecisionRequest
 from ..errors import (
@@ -33,6 +33,13 @@ from ..settings import MODES, Settings
 from .bodies import read_limited_body
 from .modelnames import model_names
 from .runner import Drain
+from .sessions import (
+    answer_session_request,
+    fill_session_state,
+    read_request_session,
+    read_session_request,
+    remember_session_state,
+)
 from .wire import (
     JSON_TYPES,
     JSONLINES_TYPES,
@@ -126,28 +133,31 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
             415: {"model": error, "description": "Content type other than application/json or application/jsonlines (multipart/"
                                                    "form-data carries image assets), or a Content-Encoding other than zstd, gzip or "
                                                    "identity (answered with Accept-Encoding)."},
+            429: {"model": error, "description": "Stateful sessions: one more would pass SEMIF_MAX_SESSIONS, or this request's state "
+                                                   "would take the sessions' holds past SEMIF_SESSION_TOKENS (session_limit)."},
             503: {"model": error, "description": "Queue full or model loading; retry after Retry-After seconds."},
     }
     if openai:
         responses[200] = {"description": "The openai SDK's Decision: answers in question order, usage with cached_tokens."}
     else:
         responses[422] = {"model": ValidationErrorBody, "description": "The body fails validation (malformed JSON included)."}
-    for status in (413, 415, 503):
+    for status in (413, 415, 429, 503):
         responses[status]["model"] = error
     return {
         "responses": responses,
         "openapi_extra": {
             "parameters": [{"name": "mode", "in": "query", "required": False,
-                            "schema": {"type": "string", "enum": list(MODES)}, "description": "Execution mode (default SEMIF_MODE)."}],
+                            "schema": {"type": "string", "enum": list(MODES)}, "description": "Execution mode (default SEMIF_MODE)."},
+                           {"name": SESSION_HEADER, "in": "header", "required": False, "schema": {"type": "string"},
+                            "description": "A stateful session opened with {\"requestType\": \"NEW_SESSION\"}: its states stay cached "
+                                           "here; unknown, closed or expired: 400 invalid_session."}],
             "requestBody": {"required": True, "content": body},
         },
     }
 
 
-async def _read_invocation(request: Any, worker: InferenceWorker, settings: Settings,
-                           wire: str | None) -> tuple[list[Any], Any, list[Any], bool, str | None]:
-    """Auth, content type, mode and body of an invoke request, parsed on `wire` (None: either, per body), its
-    `model` names checked (`modelnames`: a JSON Lines record naming another model answers 404 for itself)."""
+async def _read_body(request: Any, settings: Settings, wire: str | None) -> tuple[bytes, bool, str | None]:
+    """Auth, content type and mode of an invoke request, and its body (limited and decoded): (body, JSON Lines?, mode)."""
     check_auth(request, settings)
     ctype = read_content_type(request.headers.get("content-type")) or "application/json"
     jsonlines = ctype in JSONLINES_TYPES and wire is None
@@ -156,7 +166,13 @@ async def _read_invocation(request: Any, worker: InferenceWorker, settings: Sett
     mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
     if mode is not None and mode not in MODES:
         raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
-    body = await read_limited_body(request, settings.max_body_bytes)
+    return await read_limited_body(request, settings.max_body_bytes), jsonlines, mode
+
+
+async def _read_invocation(request: Any, worker: InferenceWorker, settings: Settings, wire: str | None, body: bytes,
+                           jsonlines: bool) -> tuple[list[Any], Any, list[Any]]:
+    """An invoke request's body parsed on `wire` (None: either, per body), its `model` names checked (`modelnames`: a
+    JSON Lines record naming another model answers 404 for itself)."""
     if jsonlines:
         parsed = await asyncio.to_thread(parse_jsonlines_body, body) if len(body) > THREAD_PARSE_BYTES else parse_jsonlines_body(body)
     else:
@@ -169,14 +185,15 @@ async def _read_invocation(request: Any, worker: InferenceWorker, settings: Sett
         items = [item if isinstance(item, SemifError) else names.refusal(item.model) or item for item in items]
         if not jsonlines and isinstance(items[0], SemifError):
             raise items[0]
-    return items, ids, decisions, jsonlines, mode
+    return items, ids, decisions
 
 
 async def _answer(request: Any, worker: InferenceWorker, settings: Settings, items: list[DecisionRequest | SemifError],
-                  mode: str | None) -> list[Any] | None:
-    """Hand the parsed requests to the worker and await their results (None: the client has gone)."""
+                  mode: str | None, session: str | None) -> list[Any] | None:
+    """Hand the parsed requests to the worker and await their results (None: the client has gone); the stateful session
+    its header names (`sessions`) rides with them, so the worker holds their states for it."""
     loop = asyncio.get_running_loop()
-    submission = Submission(items=items, mode=mode, loop=loop, future=loop.create_future())
+    submission = Submission(items=items, mode=mode, loop=loop, future=loop.create_future(), session=session)
     worker.submit(submission)
     return await await_submission(request, submission, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
 
@@ -187,13 +204,21 @@ def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
     from fastapi.responses import Response
 
     async def invoke(request: Request) -> Any:  # one flow, read top to bottom
-        items, ids, decisions, jsonlines, mode = await _read_invocation(request, worker, settings, None)
-        results = await _answer(request, worker, settings, items, mode)
+        body, jsonlines, mode = await _read_body(request, settings, None)
+        kind = None if jsonlines else read_session_request(body)  # {"requestType": "NEW_SESSION" | "CLOSE"}
+        if kind is not None:
+            return await answer_session_request(kind, request, worker.sessions, worker, answer_deadline_s(settings.request_timeout_s))
+        session = await read_request_session(request, worker.sessions, worker)
+        if not jsonlines:
+            body = fill_session_state(body, session, worker.sessions, openai=False)  # questions only: the session's state
+        items, ids, decisions = await _read_invocation(request, worker, settings, None, body, jsonlines)
+        results = await _answer(request, worker, settings, items, mode, session)
         if results is None:  # the client has gone: nobody reads an answer
             return Response(status_code=499)
         if not jsonlines:
             if isinstance(results[0], SemifError):
                 raise results[0]
+            remember_session_state(body, session, worker.sessions, openai=False)
             return Response(json.dumps(dump_answer(results[0], ids, decisions[0]), ensure_ascii=False), media_type="application/json")
         lines = [
             error_record(out, rid) if isinstance(out, SemifError) else dump_answer(out, rid, extra)
@@ -213,12 +238,16 @@ def add_decisions_routes(app: "FastAPI", worker: InferenceWorker, settings: Sett
 
     async def decide(request: Request) -> Any:
         request.state.wire = OPENAI
-        items, _, decisions, _, mode = await _read_invocation(request, worker, settings, OPENAI)
-        results = await _answer(request, worker, settings, items, mode)
+        body, _, mode = await _read_body(request, settings, OPENAI)
+        session = await read_request_session(request, worker.sessions, worker)
+        body = fill_session_state(body, session, worker.sessions, openai=True)
+        items, _, decisions = await _read_invocation(request, worker, settings, OPENAI, body, False)
+        results = await _answer(request, worker, settings, items, mode, session)
         if results is None:
             return Response(status_code=499)
         if isinstance(results[0], SemifError):
             raise results[0]
+        remember_session_state(body, session, worker.sessions, openai=True)
         return Response(json.dumps(dump_answer(results[0], None, decisions[0]), ensure_ascii=False), media_type="application/json")
 
     app.add_api_route("/v1/decisions", decide, methods=["POST"], summary="Score a decision request (OpenAI Decisions)",

@@ -32,6 +32,7 @@ from ..decision.responses import DecisionResponse
 from ..decision.schema import DecisionRequest
 from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError
 from ..settings import Settings
+from .sessions import SessionBook, admit_session_requests, keep_session_state
 
 __all__ = ["InferenceWorker", "Submission", "WorkerFailedError", "resolve_submission"]
 
@@ -58,6 +59,8 @@ class Submission:
     created: float = field(default_factory=time.monotonic)
     abandoned: bool = False  # the client went away or stopped waiting: drop it, do not compute it
     answered: bool = False  # the worker has handed it its results (it no longer counts as pending)
+    session: str | None = None  # the stateful session its requests belong to (`sessions`): their states are held for it
+    task: Callable[[Any], Any] | None = None  # instead of requests: `task(engine)`, run between requests (`run_task`)
 
 
 def resolve_submission(submission: Submission, results: list[DecisionResponse | SemifError]) -> None:
@@ -88,8 +91,10 @@ class InferenceWorker:
         max_queue: int,
         on_load_error: Callable[[BaseException], None] | None = None,
         on_death: Callable[[BaseException], None] | None = None,
+        sessions: SessionBook | None = None,
     ) -> None:
         self.settings = settings
+        self.sessions = sessions or SessionBook(settings)  # the open sessions, asked before a session's state is held
         self.engine_factory = engine_factory
         self.max_queue = max_queue
         self.on_load_error = on_load_error
@@ -139,6 +144,23 @@ class InferenceWorker:
             self._pending += 1
             self._cond.notify()
 
+    def run_task(self, task: Callable[[Any], Any]) -> asyncio.Future:
+        """`task(engine)` in the worker thread, between requests; its result (or SemifError) comes as a one-item list.
+
+        Not bounded by `max_queue`: a session's release must run. Nothing to run on (no engine, or the worker is
+        ending): answered None at once.
+        """
+        loop = asyncio.get_running_loop()
+        submission = Submission(items=[], mode=None, loop=loop, future=loop.create_future(), task=task)
+        with self._cond:
+            if self.engine is None or self._closing or self.death is not None:
+                submission.future.set_result([None])
+                return submission.future
+            self._submissions.append(submission)
+            self._pending += 1
+            self._cond.notify()
+        return submission.future
+
     @property
     def queued(self) -> int:
         return len(self._submissions)
@@ -179,7 +201,8 @@ class InferenceWorker:
                     submissions = list(self._submissions)
                     self._submissions.clear()
                 try:
-                    self._process(self._admit(submissions))
+                    self._run_tasks(submissions)
+                    self._process(self._admit([submission for submission in submissions if submission.task is None]))
                 except Exception as exc:  # never leave a client waiting on a worker bug
                     log.exception("worker failed on %d submissions", len(submissions))
                     for submission in submissions:  # _answer skips the ones already answered
@@ -194,6 +217,16 @@ class InferenceWorker:
             close = getattr(engine, "close", None)
             if close is not None:
                 close()
+
+    def _run_tasks(self, submissions: list[Submission]) -> None:
+        """The drained tasks, first: a session closed before a request in this drain is released before it could be held."""
+        for submission in submissions:
+            if submission.task is not None:
+                try:
+                    out = submission.task(self.engine)
+                except SemifError as exc:
+                    out = exc
+                self._answer(submission, [out])
 
     def _answer(self, submission: Submission, results: list[DecisionResponse | SemifError]) -> None:
         """Count the submission as answered before its client can see the answer, so a /ping sent right after reads 0 pending."""
@@ -242,6 +275,8 @@ class InferenceWorker:
         budget), not the worker's. A submission is answered as soon as its last request is scored (the
         engine reports each round), not when the whole drained queue is done.
         """
+        states = {id(submission): admit_session_requests(self.engine, submission.items, submission.session, self.settings)
+                  for submission in submissions if submission.session is not None}  # 429s in their slots
         results: dict[int, list[Any]] = {id(submission): list(submission.items) for submission in submissions}
         left = {id(submission): sum(isinstance(item, DecisionRequest) for item in submission.items) for submission in submissions}
         by_mode: dict[str | None, list[tuple[Submission, int]]] = {}
@@ -254,6 +289,8 @@ class InferenceWorker:
 
         def record(submission: Submission, k: int, out: Any) -> None:
             results[id(submission)][k] = out
+            if submission.session is not None and self.sessions is not None and not isinstance(out, SemifError):
+                keep_session_state(self.engine, submission.session, states[id(submission)].get(k), self.sessions)
             left[id(submission)] -= 1
             if not left[id(submission)]:
                 self._answer(submission, results[id(submission)])

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -55,6 +55,15 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30) -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
     return proc.wait(10)
+
+
+@contextmanager
+def running_adapters(count: int, **extra: str) -> Iterator[list[str]]:
+    """`count` adapters on the embedded model (`server_env` plus `extra`), their URLs; all stopped afterwards (the
+    instances of one SageMaker endpoint, for the router in support/router.py)."""
+    with ExitStack() as stack:
+        ports = [free_port() for _ in range(count)]
+        yield [stack.enter_context(running_server(ADAPTER_COMMAND, server_env(port, **extra), port)).url for port in ports]
 
 
 @contextmanager

@@ -1,0 +1,313 @@
+"""SageMaker's stateful sessions: a session keeps the decision states its requests use cached on this instance.
+
+The wire is AWS's container standard's (aws/model-hosting-container-standards, `sagemaker/sessions`): the body
+`{"requestType": "NEW_SESSION"}` opens a session, answered with `X-Amzn-SageMaker-New-Session-Id: <id>; Expires=<UTC>`;
+requests carrying `X-Amzn-SageMaker-Session-Id` belong to it (SageMaker routes them to this instance); `{"requestType":
+"CLOSE"}` with that header closes it (`X-Amzn-SageMaker-Closed-Session-Id`). `SAGEMAKER_ENABLE_STATEFUL_SESSIONS` turns
+sessions on and `SAGEMAKER_SESSIONS_EXPIRATION` fixes their lifetime. As the standard does: a session body or header while
+sessions are off is a 400, an unknown session is a 400, `NEW_SESSION` as a decision request's header is no session.
+Unlike its default manager (which treats an expired session as none), an expired or closed one is a 400 that says so,
+never an answer from another state, and the errors are this adapter's JSON naming the header.
+
+The package itself is not used: it reads the body before the adapter's size limit and content coding, keeps a
+process-wide manager built from the environment at import, stores sessions as files, and has no hook that pins KV.
+
+What a session buys: a request in a session may send only its questions (no `state` on Jev's wire, no `input` on
+OpenAI's): the state comes from the session's last answered request on that wire (`fill_session_state`). And after
+each of its answered requests the worker holds that request's prefix in the KV store (`KVStore.hold`): spilled between
+requests as any prefix, but never evicted by the LRU until the session closes or expires (`release_holder`). Holds are
+bounded by `SEMIF_SESSION_TOKENS` (within the cache budget) and the sessions by `SEMIF_MAX_SESSIONS`, each refused
+429. Sessions live in this process: a restart forgets them (their next request is a 400 unknown session, and the
+client opens a new one). """
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from ..contract import (
+    CLOSE_SESSION,
+    CLOSED_SESSION_HEADER,
+    NEW_SESSION,
+    NEW_SESSION_HEADER,
+    SESSION_HEADER,
+    SESSION_ID_PATTERN,
+    SESSIONS_ENABLED_ENV,
+    SESSIONS_EXPIRATION_ENV,
+)
+from ..decision.schema import DecisionRequest
+from ..errors import EngineStateError, SemifError, SessionError, SessionLimitError
+from ..settings import Settings
+
+__all__ = ["SessionBook", "admit_session_requests", "answer_session_request", "fill_session_state", "keep_session_state",
+           "read_request_session", "read_session_request", "release_sessions", "remember_session_state", "run_release",
+           "session_headers"]
+
+ENDED_KEPT = 1024  # ended sessions remembered, so a late request hears "closed" or "expired" rather than "unknown"
+SESSION_ID = re.compile(SESSION_ID_PATTERN)
+REQUEST_TYPES = (NEW_SESSION, CLOSE_SESSION)
+# What makes a body's state, per wire: a questions-only request in a session gets these keys from the session's last one.
+STATE_KEYS = {"jev": ("state",), "openai": ("input", "prompt_cache_key")}
+
+
+def format_expiry(expires: float) -> str:
+    """The `Expires=` of the new-session header: UTC to the second, as botocore's NewSessionResponseHeader pattern wants."""
+    return datetime.fromtimestamp(expires, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def session_headers(opened: tuple[str, float] | None = None, closed: str | None = None) -> dict[str, str]:
+    """The response headers SageMaker reads: a session opened (`<id>; Expires=<UTC>`) or closed (`<id>`)."""
+    if opened is not None:
+        return {NEW_SESSION_HEADER: f"{opened[0]}; Expires={format_expiry(opened[1])}"}
+    return {CLOSED_SESSION_HEADER: closed} if closed else {}
+
+
+def read_session_request(body: bytes) -> str | None:
+    """`NEW_SESSION` or `CLOSE` when the JSON body is a session request, None when it is something else (a decision).
+
+    The standard's rule: a body with `requestType` is a session request, and then it is exactly `{"requestType": <type>}`.
+    """
+    if b"requestType" not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None  # the body parser answers malformed JSON
+    if not isinstance(data, dict) or "requestType" not in data:
+        return None
+    kind = data["requestType"]
+    if kind not in REQUEST_TYPES or len(data) != 1:
+        raise SessionError(f'a session request is exactly {{"requestType": "{NEW_SESSION}"}} or {{"requestType": "{CLOSE_SESSION}"}}; '
+                           f"got {json.dumps(data)[:200]}", field="requestType")
+    return kind
+
+
+class SessionBook:
+    """The sessions open on this instance (id -> expiry) and those that ended lately; thread-safe: the event loop opens and
+    closes them, the worker asks whether one is still open before it holds a state for it."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        self.enabled = settings.stateful_sessions
+        self.expiration_s = settings.sessions_expiration_s
+        self.max_sessions = settings.max_sessions
+        self.clock = clock
+        self._open: dict[str, float] = {}
+        self._states: dict[tuple[str, str], dict[str, Any]] = {}  # (session, wire) -> its last answered request's state keys
+        self._ended: OrderedDict[str, str] = OrderedDict()  # id -> how it ended, for the 400's message
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def is_open(self, session: str) -> bool:
+        with self._lock:
+            return session in self._open
+
+    def open(self) -> tuple[str, float]:
+        """A new session: (id, expiry as a Unix time); 429 naming `SEMIF_MAX_SESSIONS` when that many are open."""
+        with self._lock:
+            if len(self._open) >= self.max_sessions:
+                raise SessionLimitError(f"{len(self._open)} stateful sessions are open; the limit is {self.max_sessions} "
+                                        f'(SEMIF_MAX_SESSIONS): close one ({{"requestType": "{CLOSE_SESSION}"}}) or wait for one to '
+                                        f"expire ({SESSIONS_EXPIRATION_ENV}={self.expiration_s} s)", field="requestType")
+            session, expires = str(uuid.uuid4()), self.clock() + self.expiration_s
+            self._open[session] = expires
+            return session, expires
+
+    def check(self, header: str | None) -> str | None:
+        """The open session a request's header names; None for no header (or `NEW_SESSION`, which opens none); else a 400."""
+        if header is None:
+            return None
+        if not self.enabled:
+            raise SessionError(f"{SESSION_HEADER}: stateful sessions are not enabled on this endpoint ({SESSIONS_ENABLED_ENV}=true "
+                               "turns them on); send the request without the header", field=SESSION_HEADER)
+        if header == NEW_SESSION:
+            return None
+        if len(header) > 256 or not SESSION_ID.match(header):
+            raise SessionError(f"{SESSION_HEADER}: {header[:64]!r} is not a session id (letters, digits and hyphens, at most 256)",
+                               field=SESSION_HEADER)
+        with self._lock:
+            expires = self._open.get(header)
+            if expires is not None and expires > self.clock():
+                return header
+            ended = self._ended.get(header) or (f"expired at {format_expiry(expires)}" if expires is not None else None)
+        how = ended or "is not open on this instance (never opened here, or forgotten by a restart)"
+        raise SessionError(f"{SESSION_HEADER}: session {header} {how}; open a new one with "
+                           f'{{"requestType": "{NEW_SESSION}"}}', field=SESSION_HEADER)
+
+    def close(self, header: str | None) -> str:
+        """End the session the header names (400 as `check` when there is none open); returns its id."""
+        session = self.check(header)
+        if session is None:
+            raise SessionError(f'{{"requestType": "{CLOSE_SESSION}"}} needs the session to close in {SESSION_HEADER}',
+                               field=SESSION_HEADER)
+        self._end([session], "was closed")
+        return session
+
+    def remember(self, session: str, wire: str, state: dict[str, Any]) -> None:
+        """The state keys of a request the session answered (and whose state it holds, so within SEMIF_SESSION_TOKENS)."""
+        with self._lock:
+            if session in self._open:
+                self._states[(session, wire)] = state
+
+    def recall(self, session: str, wire: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._states.get((session, wire))
+
+    def sweep(self) -> list[str]:
+        """End the sessions past their expiry; returns their ids, whose held states the caller releases."""
+        now = self.clock()
+        with self._lock:
+            expired = [(s, e) for s, e in self._open.items() if e <= now]
+        for session, expires in expired:
+            self._end([session], f"expired at {format_expiry(expires)} ({SESSIONS_EXPIRATION_ENV}={self.expiration_s} s)")
+        return [session for session, _ in expired]
+
+    def _end(self, sessions: list[str], how: str) -> None:
+        with self._lock:
+            for session in sessions:
+                self._open.pop(session, None)
+                for wire in STATE_KEYS:
+                    self._states.pop((session, wire), None)
+                self._ended[session] = how
+            while len(self._ended) > ENDED_KEPT:
+                self._ended.popitem(last=False)
+
+
+def _wire_of(data: Any, openai: bool) -> str | None:
+    """Which wire a decoded body speaks when its state may be missing: OpenAI's asks a list of questions, Jev's a map."""
+    if not isinstance(data, dict) or "questions" not in data:
+        return None
+    return "openai" if openai or isinstance(data["questions"], list) else "jev"
+
+
+def fill_session_state(body: bytes, session: str | None, book: SessionBook, openai: bool) -> bytes:
+    """A session's questions-only request with the state of the session's last answered request on its wire; any other
+    body unchanged. A session with no state on that wire yet is a 400 naming the missing key."""
+    if session is None:
+        return body
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return body  # the body parser answers malformed JSON
+    wire = _wire_of(data, openai)
+    if wire is None or STATE_KEYS[wire][0] in data:
+        return body
+    state = book.recall(session, wire)
+    if state is None:
+        key = STATE_KEYS[wire][0]
+        raise SessionError(f"{key}: missing, and session {session} has answered no request with a {key} on this wire yet; "
+                           f"send the {key} once in the session, then only questions", field=key)
+    return json.dumps({**state, **data}, ensure_ascii=False).encode()
+
+
+def remember_session_state(body: bytes, session: str | None, book: SessionBook, openai: bool) -> None:
+    """After a session's request is answered: its state keys become the session's, for its questions-only requests."""
+    if session is None:
+        return
+    data = json.loads(body)
+    wire = _wire_of(data, openai)
+    if wire is not None and STATE_KEYS[wire][0] in data:
+        book.remember(session, wire, {key: data[key] for key in STATE_KEYS[wire] if key in data})
+
+
+# ----------------------------------------------------------------- the worker's side (runs in the thread that owns the engine)
+def admit_session_requests(engine: Any, items: list[Any], session: str, settings: Settings) -> dict[int, tuple[str | None, list[int]]]:
+    """Each of a session's requests' state (partition, prefix), for `keep_session_state`; a request whose state would
+    take the sessions' holds past `SEMIF_SESSION_TOKENS` gets a 429 in its slot instead (nothing decoded, nothing held).
+
+    Preparing here and again in `score` tokenizes twice; it is what tells the state's size before any decode.
+    """
+    store = getattr(engine, "store", None)
+    states: dict[int, tuple[str | None, list[int]]] = {}
+    if store is None:  # an engine without a prefix store (a test double) holds nothing
+        return states
+    limit = min(settings.session_tokens, store.cache.budget_tokens)
+    held = store.cache.held_tokens()
+    for k, item in enumerate(items):
+        if not isinstance(item, DecisionRequest):
+            continue
+        try:
+            prep = engine.prepare(item)
+        except SemifError:
+            continue  # `score` refuses it again, with the same error
+        if (entry := store.cache.find(prep.prefix, prep.partition)) is None or not entry.holders:
+            if held + len(prep.prefix) > limit:
+                items[k] = SessionLimitError(
+                    f"session {session}: keeping this state ({len(prep.prefix)} tokens) would make the open sessions hold "
+                    f"{held + len(prep.prefix)} tokens; the limit is {limit} (SEMIF_SESSION_TOKENS={settings.session_tokens}, within "
+                    f'SEMIF_CACHE_TOKENS): close a session ({{"requestType": "{CLOSE_SESSION}"}}) or send this request without '
+                    f"{SESSION_HEADER}", field=SESSION_HEADER)
+                continue
+            held += len(prep.prefix)
+        states[k] = (prep.partition, prep.prefix)
+    return states
+
+
+def keep_session_state(engine: Any, session: str, state: tuple[str | None, list[int]] | None, book: SessionBook) -> bool:
+    """After a session's request is answered: hold its state for the session, unless the session ended meanwhile."""
+    if state is None or not book.is_open(session):
+        return False
+    return engine.store.hold(state[1], state[0], session)
+
+
+def release_sessions(engine: Any, sessions: list[str], check: bool) -> int:
+    """Let the LRU have what `sessions` held (between requests); `check`: the KV books must balance after it."""
+    store = getattr(engine, "store", None)
+    if store is None:
+        return 0
+    released = sum(store.release_holder(session) for session in sessions)
+    if check:
+        try:
+            store.check_invariants(idle=True)
+        except EngineStateError:
+            store.recover()  # logged; the cache starts clean
+            raise
+    return released
+
+
+# ----------------------------------------------------------------- the HTTP side (the event loop)
+async def run_release(worker: Any, sessions: list[str], check: bool, wait_s: float | None) -> None:
+    """Release what `sessions` held, in the worker thread between requests; `wait_s`: await it that long (None: do not)."""
+    if not sessions:
+        return
+    future = worker.run_task(lambda engine: release_sessions(engine, sessions, check))
+    if wait_s is None:
+        return
+    try:
+        results = await asyncio.wait_for(asyncio.shield(future), wait_s)
+    except asyncio.TimeoutError:
+        return  # the worker is busy: the release runs after the requests ahead of it (the sessions are already closed)
+    if results and isinstance(results[0], SemifError):
+        raise results[0]
+
+
+async def read_request_session(request: Any, book: SessionBook, worker: Any) -> str | None:
+    """The open session a decision request names (None: none); expired sessions are swept (their holds released) first."""
+    if book.enabled:
+        await run_release(worker, book.sweep(), worker.settings.check_invariants, None)
+    return book.check(request.headers.get(SESSION_HEADER))
+
+
+async def answer_session_request(kind: str, request: Any, book: SessionBook, worker: Any, wait_s: float) -> Any:
+    """Open (`NEW_SESSION`) or close (`CLOSE`) a session: its header, and the same in a small JSON body."""
+    from fastapi.responses import JSONResponse
+
+    if not book.enabled:
+        raise SessionError(f'{{"requestType": "{kind}"}}: stateful sessions are not enabled on this endpoint '
+                           f"({SESSIONS_ENABLED_ENV}=true turns them on)", field="requestType")
+    check = worker.settings.check_invariants
+    await run_release(worker, book.sweep(), check, None)
+    if kind == NEW_SESSION:
+        opened = book.open()
+        return JSONResponse({"session_id": opened[0], "expires": format_expiry(opened[1])}, headers=session_headers(opened))
+    session = book.close(request.headers.get(SESSION_HEADER))
+    await run_release(worker, [session], check, wait_s)
+    return JSONResponse({"session_id": session, "closed": True}, headers=session_headers(closed=session))
