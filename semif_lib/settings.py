@@ -178,6 +178,10 @@ class AwsSettings(BaseSettings):
         "tarball", description="How the GGUF goes to SageMaker: model.tar.gz (ModelDataUrl), or uncompressed: the GGUF file(s) under "
                                "an S3 prefix (S3ModelDataSource, CompressionType None): no tarball, no second local copy, no "
                                "Batch Transform (target=aws only).")
+    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] = Field(
+        "LEAST_OUTSTANDING_REQUESTS", description="How SageMaker spreads the decision endpoint's requests over its instances "
+        "(ProductionVariant RoutingConfig): to the instance with the fewest requests in flight, which suits decisions whose cost "
+        "varies 10x with their state, or at random (SageMaker's default). A stateful session's requests stay on their instance either way.")
     codebuild_compute_type: str = Field("BUILD_GENERAL1_MEDIUM", description="CodeBuild compute type for the adapter image.")
     gpu_transform_instance_type: str = Field(
         "ml.g6.xlarge", description="Batch Transform instance for the cuda variant (a GPU; arm64 has no transform instances).")

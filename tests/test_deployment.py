@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from support.paths import ROOT
+
 
 # ------------------------------------------------------------------ environment
 def test_container_env_uses_the_twin_translation():
@@ -136,6 +138,8 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
     """moto's runtime returns what is queued through its API: this checks the call path and decoding."""
     import requests
 
+    from semif_lib.aws.clients import make_client
+    from semif_lib.contract import SESSIONS_ENABLED_ENV
     from semif_lib.workshop import (
         build_adapter_image,
         deploy_decision_model,
@@ -152,6 +156,30 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
     requests.post("http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results", json=queued, timeout=10)
     assert invoke_decision(example_requests[0], settings=aws_settings, state=state) == answer
     assert name == "semif-decision-t3st01"
+    sm = make_client("sagemaker", aws_settings)
+    variant = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])[
+        "ProductionVariants"][0]
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}  # the setting's default
+    env = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]["Environment"]
+    assert env[SESSIONS_ENABLED_ENV] == "true"  # the adapter opens stateful sessions on SageMaker
+
+
+def test_routing_strategies_are_sagemakers(aws_settings):
+    """The routing strategies the settings offer are values of botocore's RoutingStrategy enum (a value it drops would
+    be refused by CreateEndpointConfig), and docs/aws.md names every value botocore knows today, so that a new one
+    (PREFIX_AWARE and KV_AWARE arrived after AWS_FACTS' two) is read and decided on, not missed."""
+    from typing import get_args
+
+    import botocore.session
+
+    from semif_lib.settings import AwsSettings
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    known = set(model.shape_for("ProductionVariantRoutingConfig").members["RoutingStrategy"].enum)
+    offered = set(get_args(AwsSettings.model_fields["routing_strategy"].annotation))
+    assert offered <= known and {"LEAST_OUTSTANDING_REQUESTS", "RANDOM"} <= offered
+    docs = (ROOT / "docs" / "aws.md").read_text(encoding="utf-8")
+    assert all(f"`{value}`" in docs for value in known), sorted(v for v in known if f"`{v}`" not in docs)
 
 
 # ------------------------------------------------------------------ GPU settings, rollbacks

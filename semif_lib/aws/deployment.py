@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..contract import SESSIONS_ENABLED_ENV
 from ..invocation import text_settings
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
 from ..model.package import HostingPlan, is_model_data_prefix, plan_hosting
@@ -111,12 +112,14 @@ class EndpointSpec:
     gpu: bool
     download_timeout_s: int | None = None
     volume_size_gb: int | None = None
+    routing_strategy: str | None = None  # None: SageMaker's default (RANDOM), and no RoutingConfig sent
 
     def digest(self) -> str:
         gpu = [GPU_INFERENCE_AMI] if self.gpu else []  # a new GPU AMI makes a new config
         big = [self.download_timeout_s, self.volume_size_gb] if self.download_timeout_s or self.volume_size_gb else []
+        routing = [self.routing_strategy] if self.routing_strategy else []  # unset keeps the names endpoints already have
         return _content_hash(self.image_uri, self.model_data_url, self.env, self.instance_type, self.instance_count,
-                             self.startup_timeout_s, *gpu, *big)
+                             self.startup_timeout_s, *gpu, *big, *routing)
 
 
 def accepts_volume_size(instance_type: str) -> bool:
@@ -165,9 +168,9 @@ def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: Works
 
 def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
     """Endpoint config `name` (sagemaker-core `EndpointConfig`): one variant, startup health-check timeout,
-    and on a GPU the AL2023 inference AMI whose driver matches the DLC's CUDA 13."""
+    on a GPU the AL2023 inference AMI whose driver matches the DLC's CUDA 13, and the spec's routing strategy."""
     from sagemaker.core.resources import EndpointConfig
-    from sagemaker.core.shapes import ProductionVariant
+    from sagemaker.core.shapes import ProductionVariant, ProductionVariantRoutingConfig
 
     if _exists(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
         extra: dict[str, Any] = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
@@ -175,6 +178,8 @@ def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, setti
             extra["model_data_download_timeout_in_seconds"] = spec.download_timeout_s
         if spec.volume_size_gb:
             extra["volume_size_in_gb"] = spec.volume_size_gb
+        if spec.routing_strategy:
+            extra["routing_config"] = ProductionVariantRoutingConfig(routing_strategy=spec.routing_strategy)
         variant = ProductionVariant(variant_name="AllTraffic", model_name=model_name, instance_type=spec.instance_type,
                                     initial_instance_count=spec.instance_count, initial_variant_weight=1.0,
                                     container_startup_health_check_timeout_in_seconds=spec.startup_timeout_s, **extra)
@@ -253,7 +258,7 @@ def ensure_endpoint(name: str, config_name: str, settings: Settings, state: Work
 def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
                     settings: Settings | None = None, state: WorkshopState | None = None,
                     instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
-                    progress: bool = True) -> str:
+                    progress: bool = True, routing_strategy: str | None = None) -> str:
     """Create (or reuse) model, endpoint config and endpoint `semif-<purpose>-<run id>`; return its name.
 
     Model and config names carry a hash of what defines them, so a redeploy with another image,
@@ -267,7 +272,8 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
     for note in plan.notes:
         print(f"{purpose} endpoint: {note}")
     spec = EndpointSpec(image_uri, model_data_url, validate_container_env(env), instance_type, instance_count,
-                        plan.startup_timeout_s, settings.dlc_variant == "cuda", plan.download_timeout_s, plan.volume_size_gb)
+                        plan.startup_timeout_s, settings.dlc_variant == "cuda", plan.download_timeout_s, plan.volume_size_gb,
+                        routing_strategy)
     endpoint = state.name(purpose)
     name = f"{endpoint}-{spec.digest()}"
     ensure_model(name, spec, settings, state)
@@ -308,8 +314,9 @@ def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState 
 
 
 def decision_container_env(settings: Settings) -> dict[str, str]:
-    """What the adapter container needs beyond its image defaults: GPU offload on cuda."""
-    env = {"SEMIF_MODE": settings.mode}
+    """What the adapter container needs beyond its image defaults: stateful sessions on (a session's states stay
+    cached on the instance its requests stick to), GPU offload on cuda."""
+    env = {"SEMIF_MODE": settings.mode, SESSIONS_ENABLED_ENV: "true"}
     if settings.dlc_variant == "cuda":
         env["SEMIF_N_GPU_LAYERS"] = "999"
     return env
@@ -320,4 +327,5 @@ def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopSt
     settings, state = settings_and_state(settings, state)
     image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
-    return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait)
+    return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait,
+                           routing_strategy=settings.routing_strategy)
