@@ -128,15 +128,19 @@ def test_committed_notebook_has_no_outputs(name):
 
 @pytest.mark.parametrize("name", ALL_NOTEBOOKS)
 def test_notebook_shape(name):
-    """A parameters cell with TARGET first, the target printed next, a 'Next' pointer last, the project's
-    kernel, and no %store / %%writefile."""
+    """The kernel guard first, then a parameters cell with TARGET, the target printed next, a 'Next' pointer last,
+    the project's kernel, and no %store / %%writefile."""
+    from semif_lib.notebook import KERNEL_GUARD
+
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].source == KERNEL_GUARD and code[0].metadata.get("tags") == ["kernel-guard"], \
+        f"{name}: the first code cell must be semif_lib.notebook.KERNEL_GUARD, tagged 'kernel-guard'"
     params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
-    assert len(params) == 1 and code[0] is params[0], f"{name}: the first code cell must be the one tagged 'parameters'"
+    assert len(params) == 1 and code[1] is params[0], f"{name}: the code cell after the guard must be the one tagged 'parameters'"
     first = params[0]
     assert "TARGET = None" in first.source, f"{name}: the parameters cell must set TARGET = None (from SEMIF_TARGET, else local)"
-    assert "notebook.show_target(" in code[1].source, f"{name}: the cell after the parameters prints the target"
+    assert "notebook.show_target(" in code[2].source, f"{name}: the cell after the parameters prints the target"
     assert nb.metadata.kernelspec == {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     assert nb.cells[-1].cell_type == "markdown" and "Next" in nb.cells[-1].source, f"{name}: end with what to open next"
     for cell in code:
@@ -158,6 +162,36 @@ def test_target_comes_from_the_environment(name, semif_target, expected, monkeyp
     if semif_target:
         monkeypatch.setenv("SEMIF_TARGET", semif_target)
     assert load_notebook_settings(namespace["TARGET"]).target == expected
+
+
+def test_the_kernel_guard_names_the_fix_where_semif_lib_is_missing(tmp_path):
+    """The guard's code in a Python that cannot import semif_lib (no site-packages, no project on the path: Studio's
+    own `python3` kernel) stops with the menu path that fixes it; in this environment's Python it passes silently."""
+    from semif_lib.notebook import KERNEL_GUARD
+    from semif_lib.notebook.kernel import KERNEL_FIX
+
+    bare = subprocess.run([sys.executable, "-I", "-S", "-c", KERNEL_GUARD], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert bare.returncode != 0 and bare.stdout == ""
+    last = bare.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: this kernel has no semif_lib.") and KERNEL_FIX in last, bare.stderr
+    assert "No module named" not in bare.stderr, "a clear message, not the bare import error"
+    ok = subprocess.run([sys.executable, "-c", KERNEL_GUARD], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("name", ALL_NOTEBOOKS)
+def test_notebook_opens_with_its_clock_and_bill(name):
+    """The first markdown cell says, right under the title, how long the notebook takes here and on AWS and what
+    bills while it runs (semif_lib.notebook.budget); the README's workshop table carries the same minutes."""
+    from semif_lib.notebook.budget import CLOCKS, format_clock
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "markdown").source.splitlines()
+    assert first[0].startswith("# ") and first[2] == format_clock(name), f"{name}: line 3 must be {format_clock(name)!r}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next((line for line in readme.splitlines() if line.startswith(f"| `{name.removesuffix('.ipynb')}`")), None)
+    clock = CLOCKS[name[:2]]
+    assert row and f"| {clock.here_min} min | {clock.aws_min} min |" in row, f"README's workshop row for {name}: {row}"
 
 
 def test_notebooks_point_to_the_next_one_in_order():

@@ -81,7 +81,13 @@ def test_tables():
 
     table = notebook.tabulate_answers(RESPONSE)
     assert list(table.index) == ["is_billing", "queue", "urgency"]
-    assert table.loc["queue", "answer"] == "billing" and table.loc["is_billing", "confidence"] == 0.6
+    assert table.loc["queue", "answer"] == "billing"
+    # Jev's confidence and the top probability are two columns: a yes/no has no confidence, only its top probability
+    assert table.loc["is_billing", "x_top_probability"] == 0.6 and table["confidence"].isna()["is_billing"]
+    assert (table.loc["queue", "confidence"], table.loc["queue", "x_top_probability"]) == (0.5, 0.5)
+    served = json.loads(json.dumps(RESPONSE))
+    served["answers"]["urgency"]["x_top_probability"] = 0.61  # what a served answer says is shown, not recomputed
+    assert notebook.tabulate_answers(served).loc["urgency", ["confidence", "x_top_probability"]].tolist() == [0.6, 0.61]
     other = json.loads(json.dumps(RESPONSE))
     other["answers"]["queue"]["probabilities"] = {"billing": 0.2, "technical": 0.7, "shipping": 0.1}
     diff = notebook.compare_answers(RESPONSE, other)
@@ -170,3 +176,63 @@ def test_build_context_check_finds_a_copy_source_missing_from_the_zip(tmp_path):
     (tmp_path / "container" / "install_adapter.sh").unlink()
     report = inspect_build_context(tmp_path)
     assert "not in the zip: container/install_adapter.sh" in report["problems"]
+
+
+# ---------------------------------------------------------------------- notebook 00: inside the forward pass
+def test_slot_table_recomputes_the_softmax_from_the_logits():
+    from semif_lib.notebook.slots import SlotReading, _cut_tail, tabulate_slots
+
+    reading = SlotReading("queue", "choice", "...", ["billing", "technical"], [49, 50], ["A", "B"], [2.0, 1.0],
+                          {"billing": 0.7310585786300049, "technical": 0.2689414213699951}, 0.4)
+    table = tabulate_slots([reading])
+    assert list(table.index) == [("queue", "billing"), ("queue", "technical")]
+    assert table["softmax"].tolist() == pytest.approx([0.7310585786300049, 0.2689414213699951], abs=1e-15)
+    assert table.loc[("queue", "billing"), "token"] == "'A'" and table["x_option_mass"].tolist() == [0.4, 0.4]
+    assert _cut_tail("short", 10) == "short"
+    assert _cut_tail("line one\nline two\nend", 12) == "...\nend"  # from the first whole line within the tail
+
+
+@pytest.mark.model
+def test_read_slots_shows_what_the_answer_is_made_of(engine, example_requests):
+    """On the embedded model: each question's prompt ends where the answer starts, each option is one slot token
+    (Yes/No, letters, digits), and the softmax of the printed logits is the answer's probabilities."""
+    from semif_lib import notebook
+    from semif_lib.measurement.answers import read_response
+
+    request = example_requests[0]
+    readings = notebook.read_slots(engine, request)
+    assert [r.question for r in readings] == list(request["questions"])
+    plain = read_response(engine.score(request))["answers"]
+    for reading in readings:
+        assert reading.prompt_tail.rstrip().endswith("assistant"), reading.prompt_tail[-80:]
+        assert len(set(reading.token_ids)) == len(reading.keys) == len(reading.logits)
+        assert reading.softmax == pytest.approx(list(reading.probabilities.values()), abs=1e-9)
+        assert 0 < reading.option_mass <= 1
+        served = plain[reading.question]
+        assert list(reading.probabilities) == list(served.get("probabilities") or served["x_probabilities"])
+    assert [t.strip() for t in readings[0].token_texts] == ["Yes", "No"]
+    table = notebook.tabulate_slots(readings)
+    assert (table["softmax"] - table["probability"]).abs().max() < 1e-9
+
+
+# ---------------------------------------------------------------------- the clock and the bill
+def test_the_bill_is_priced_from_the_one_table_and_docs_aws_quotes_it():
+    from semif_lib.notebook import budget
+
+    cost = budget.estimate_run_cost()
+    assert cost["total_usd"] == pytest.approx(sum(row["usd"] for row in cost["rows"]), abs=0.011)
+    assert 0 < cost["total_usd"] < 2, "a full run at list price is well under two dollars"
+    assert cost["forgotten_day_usd"] == pytest.approx(2 * 24 * budget.PRICES["endpoint"].usd, abs=0.006)
+    text = (ROOT / "docs" / "aws.md").read_text(encoding="utf-8")
+    for price in budget.PRICES.values():
+        assert f"| {price.item} | ${price.usd:g} per {price.unit} |" in text, price
+    for row in cost["rows"]:
+        assert f"| {row['what']} | {row['quantity']:g} {row['unit']}s | ${row['usd']:.2f} |" in text, row
+    assert f"**${cost['total_usd']:.2f}**" in text and f"${cost['forgotten_day_usd']:.2f} a day" in text
+    assert budget.PRICES_AS_OF in text and all(url in text for url in budget.PRICE_SOURCES.values())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"${cost['total_usd']:.2f}" in readme and f"${cost['forgotten_day_usd']:.2f} a day" in readme
+    assert set(budget.CLOCKS) == {p.name[:2] for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert set(budget.LOCAL_MEASURED) == set(budget.CLOCKS)
+    for name, seconds in budget.LOCAL_MEASURED.items():  # the stated minutes round the measured run up
+        assert budget.CLOCKS[name].here_min == max(1, -(-int(seconds) // 60)), name

@@ -23,20 +23,34 @@ def _normalise(spec: str) -> tuple[str, str]:
     return name.lower().replace("_", "-"), version.replace(" ", "").replace("==", "=")
 
 
-def test_environment_yml_matches_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    assert "conda-forge" in env["channels"]
+def _conda_declared(name: str) -> tuple[dict, set[tuple[str, str]], list[str]]:
+    """A conda environment file: the document, the packages it declares (name, version; python and pip aside), and the
+    Python lines."""
+    env = yaml.safe_load((ROOT / name).read_text())
     conda, pip = [], []
     for dep in env["dependencies"]:
         (pip.extend(dep["pip"]) if isinstance(dep, dict) else conda.append(dep))
-    python = [d for d in conda if d.startswith("python")]
-    assert python == ["python" + project["requires-python"]]
-    expected = {_normalise(d) for d in project["dependencies"] + project["optional-dependencies"]["dev"]}
     declared = {_normalise(d) for d in conda if not d.startswith("python") and d != "pip"}
     declared |= {_normalise(d) for d in pip if not d.startswith("-e")}
-    assert declared == expected
-    assert any(d.startswith("-e") for d in pip), "the pip section installs the package itself"
+    assert any(d.startswith("-e") for d in pip), f"{name}: the pip section installs the package itself"
+    assert "conda-forge" in env["channels"]
+    return env, declared, [d for d in conda if d.startswith("python")]
+
+
+def test_environment_yml_matches_pyproject():
+    """environment.yml, the attendees' (SageMaker Studio), declares exactly the package's dependencies: no test stack,
+    no test models; environment-dev.yml adds exactly the `dev` extra. Both pin the same Python range."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {_normalise(d) for d in project["dependencies"]}
+    dev = {_normalise(d) for d in project["optional-dependencies"]["dev"]}
+    env, attendee, python = _conda_declared("environment.yml")
+    assert python == ["python" + project["requires-python"]]
+    assert attendee == runtime
+    assert not attendee & dev, "the attendees' environment carries no development package"
+    assert env["name"] == "semif-workshop", "the kernel the notebooks' guard names: Python (semif-workshop)"
+    env_dev, development, python_dev = _conda_declared("environment-dev.yml")
+    assert python_dev == python and development == runtime | dev
+    assert env_dev["name"] != env["name"], "both can live side by side"
 
 
 def test_ci_runs_the_readme_test_command():

@@ -4,6 +4,10 @@
   the line it prints first (`load_notebook_settings`, `show_target`, `show_errors_briefly`);
 - `data`: the repository's data files (`read_examples`, `load_workload_request`, `data_path`);
 - `tables`: answers, JSON Lines records, two responses compared, the permission check;
+- `slots`: notebook 00's look inside one forward pass: the prompt's end, the answer-slot tokens, their logits and
+  softmax (`read_slots`, `tabulate_slots`);
+- `kernel`: the guard every notebook opens with (`KERNEL_GUARD`, the cell's source; it cannot import this package);
+- `budget`: each notebook's minutes here and on AWS, what bills, the list prices (`format_clock`, `estimate_run_cost`);
 - `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
 - `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`);
 - `build_context`: notebook 03's static check of `container/` (`inspect_build_context`);
@@ -16,29 +20,37 @@ matplotlib are imported inside the functions that need them.
 from __future__ import annotations
 
 from ..targets import stop_local_servers
+from .budget import estimate_run_cost, format_clock
 from .build_context import inspect_build_context
 from .data import data_path, load_workload_request, read_examples
 from .display import describe_target, find_repo_root, load_notebook_settings, show_errors_briefly, show_target
 from .form import DecisionForm
+from .kernel import KERNEL_GUARD
 from .reference import describe_reference, score_fresh_reference
+from .slots import read_slots, tabulate_slots
 from .tables import compare_answers, tabulate_answers, tabulate_permissions, tabulate_records
 
 __all__ = [
     "DecisionForm",
+    "KERNEL_GUARD",
     "compare_answers",
     "data_path",
     "describe_reference",
     "describe_target",
+    "estimate_run_cost",
     "find_repo_root",
+    "format_clock",
     "inspect_build_context",
     "load_notebook_settings",
     "load_workload_request",
     "read_examples",
+    "read_slots",
     "score_fresh_reference",
     "show_errors_briefly",
     "show_target",
     "stop_local_servers",
     "tabulate_answers",
     "tabulate_permissions",
+    "tabulate_slots",
     "tabulate_records",
 ]

@@ -10,6 +10,7 @@ fresh call of all questions, without the 60 s limit. Work longer than that belon
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Mapping
 
 from .. import workshop
@@ -35,10 +36,15 @@ def merge_fresh_responses(parts: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def score_fresh_reference(request: Mapping[str, Any], settings: Settings | None = None,
-                          state: WorkshopState | None = None) -> dict[str, Any]:
-    """The fresh reference for `request`, one question per call (see the module doc)."""
+                          state: WorkshopState | None = None, progress: bool = True) -> dict[str, Any]:
+    """The fresh reference for `request`, one question per call (see the module doc), with a `tqdm.auto` bar
+    (a widget in JupyterLab) counting the calls: each can take seconds on a CPU."""
+    from tqdm.auto import tqdm
+
+    questions = tqdm(request["questions"].items(), total=len(request["questions"]), desc="fresh reference", unit="call",
+                     file=sys.stderr, disable=not progress)
     parts = [workshop.invoke_decision({**request, "questions": {qid: question}}, settings=settings, state=state, mode="fresh")
-             for qid, question in request["questions"].items()]
+             for qid, question in questions]
     return merge_fresh_responses(parts)
 
 

@@ -25,14 +25,18 @@ def decision_of(answer: Mapping[str, Any]) -> Any:
 
 
 def tabulate_answers(response: Any) -> "pd.DataFrame":
-    """One row per question: the decision, its confidence, option mass and every P(option)."""
+    """One row per question: the decision, Jev's `confidence` (choice and score; a yes/no has none, so the cell is
+    empty), `x_top_probability` (the top option's probability, any type: a yes/no's is max(P(true), P(false))), the
+    option mass, and every P(option). The two are different numbers: confidence is the top probability normalised
+    so that uniform is 0 and certain is 1."""
     import pandas as pd
 
     rows = []
     for qid, answer in _answers(response).items():
         probs = read_probabilities(answer)
         rows.append({"question": qid, "type": answer.get("type"), "answer": decision_of(answer),
-                     "confidence": answer.get("confidence", max(probs.values(), default=None)),
+                     "confidence": answer.get("confidence"),
+                     "x_top_probability": answer.get("x_top_probability", max(probs.values())),
                      "option_mass": answer.get("x_option_mass"),
                      "probabilities": ", ".join(f"{k}={v:.3f}" for k, v in probs.items())})
     return pd.DataFrame(rows).set_index("question") if rows else pd.DataFrame(rows)

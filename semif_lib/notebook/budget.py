@@ -1,0 +1,103 @@
+"""The workshop's clock and bill, in one place: each notebook's minutes here and on AWS, what bills while it runs,
+the list prices, and what a full AWS run costs at them.
+
+Each notebook opens with `format_clock(name)`, the README's workshop table carries the same minutes and docs/aws.md
+the same prices (tests/test_notebooks.py and tests/test_notebooks_helpers.py check all three against this module).
+
+* **here**: the notebook run top to bottom with its default parameters on a 2-core machine shared with other work
+  (embedded SmolLM2-135M; `LOCAL_MEASURED` has the seconds), rounded up to whole minutes. Reading time is extra.
+* **on AWS**: the same, plus AWS's waits as docs/aws.md gives them (an endpoint 5-8 minutes to InService, a CodeBuild
+  build 10-15 minutes, a transform job's instance a few minutes to start): estimates, not a measured AWS run.
+* **prices**: On-Demand list prices in US East (N. Virginia) from AWS's pricing pages (`PRICE_SOURCES`), as known on
+  `PRICES_AS_OF`; this machine has no route to those pages, so recheck them before an event.
+
+The AWS order is 00 -> 05 -> 99, then 06 and 07 locally (or in the Studio space after 99): 06 and 07 need no endpoint,
+so run before 99 they would keep both endpoints billing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["CLOCKS", "LOCAL_MEASURED", "PRICES", "PRICES_AS_OF", "PRICE_SOURCES", "Clock", "Price", "estimate_run_cost",
+           "format_clock"]
+
+PRICES_AS_OF = "2026-12-03"
+PRICE_SOURCES = {"sagemaker": "https://aws.amazon.com/sagemaker/ai/pricing/", "codebuild": "https://aws.amazon.com/codebuild/pricing/"}
+
+
+@dataclass(frozen=True)
+class Price:
+    """One list price: what it buys, the unit, US dollars per unit, and which page says so."""
+
+    item: str
+    unit: str
+    usd: float
+    source: str
+
+
+PRICES = {
+    "endpoint": Price("ml.c6i.xlarge real-time endpoint instance (notebooks 02 and 04)", "hour", 0.204, "sagemaker"),
+    "transform": Price("ml.c6i.xlarge Batch Transform instance (notebook 04)", "hour", 0.204, "sagemaker"),
+    "studio": Price("ml.t3.medium JupyterLab space in SageMaker Studio (the kernels)", "hour", 0.05, "sagemaker"),
+    "codebuild": Price("CodeBuild BUILD_GENERAL1_MEDIUM, Linux (notebook 03)", "minute", 0.01, "codebuild"),
+}
+
+
+@dataclass(frozen=True)
+class Clock:
+    """One notebook: minutes here and on AWS, and what bills while it runs on AWS."""
+
+    here_min: int
+    aws_min: int
+    bills: str
+
+
+# seconds, default parameters, 2 shared cores, 2026-12-03 (a run of every notebook with nbclient, as tests/test_notebooks.py
+# runs them but with the notebooks' own parameters)
+LOCAL_MEASURED = {"00": 9.1, "01": 6.0, "02": 12.9, "03": 1.6, "04": 26.2, "05": 177.0, "06": 3.9, "07": 164.8, "99": 1.6}
+
+CLOCKS = {
+    "00": Clock(1, 1, "the Studio space only (the model runs in its kernel)"),
+    "01": Clock(1, 2, "the Studio space; S3 storage for the package (cents a month)"),
+    "02": Clock(1, 10, "the Studio space, and from here the text endpoint (1 ml.c6i.xlarge) until 99 deletes it"),
+    "03": Clock(1, 15, "the Studio space, the text endpoint, and CodeBuild minutes (BUILD_GENERAL1_MEDIUM) while the image builds"),
+    "04": Clock(1, 20, "the Studio space, both endpoints (autoscaling may add a second decision instance), and a transform "
+                       "instance while the job runs"),
+    "05": Clock(3, 3, "the Studio space and both endpoints: on AWS open 99 next"),
+    "06": Clock(1, 1, "the Studio space only: on AWS run it after 99, when no endpoint is left"),
+    "07": Clock(3, 3, "the Studio space only: on AWS run it after 99, when no endpoint is left"),
+    "99": Clock(1, 3, "the Studio space, until you stop it (the last cell says how); the endpoints stop as 99 deletes them"),
+}
+
+AWS_ORDER = ("00", "01", "02", "03", "04", "05", "99")  # then 06 and 07, after 99
+TRANSFORM_MIN = 8  # the transform instance: start, 3 requests, stop (inside 04's minutes)
+BUILD_MIN = 12  # a CodeBuild build of the adapter image (inside 03's minutes)
+SESSION_HOURS = 2.0  # the Studio space for a sitting of the whole workshop (its idle shutdown default is 120 minutes)
+
+
+def format_clock(notebook: str) -> str:
+    """The line a notebook opens with, from its two-digit prefix (`"05"` or `"05_score_..."`)."""
+    clock = CLOCKS[notebook[:2]]
+    return f"*About {clock.here_min} min here, {clock.aws_min} min on AWS; what bills while it runs on AWS: {clock.bills}.*"
+
+
+def _minutes_from(first: str) -> int:
+    """Minutes from the start of notebook `first` to the end of 99, along the AWS order."""
+    return sum(CLOCKS[n].aws_min for n in AWS_ORDER[AWS_ORDER.index(first):])
+
+
+def estimate_run_cost() -> dict[str, object]:
+    """What one attendee's AWS run (00 -> 05 -> 99) costs at `PRICES`: the rows (what, quantity, unit, US dollars),
+    their total, and what a day costs when 99 is forgotten (both endpoints left up)."""
+    usage = [("endpoint", _minutes_from("02") / 60, "text endpoint, 02 to 99"),
+             ("endpoint", _minutes_from("04") / 60, "decision endpoint, 04 to 99"),
+             ("transform", TRANSFORM_MIN / 60, "transform job, 04"),
+             ("codebuild", BUILD_MIN, "image build, 03"),
+             ("studio", SESSION_HOURS, "Studio space, the sitting")]
+    rows = [{"what": what, "quantity": round(amount, 2), "unit": PRICES[key].unit, "usd": round(amount * PRICES[key].usd, 2)}
+            for key, amount, what in usage]
+    total = math.fsum(row["usd"] for row in rows)
+    return {"rows": rows, "total_usd": round(total, 2), "forgotten_day_usd": round(2 * 24 * PRICES["endpoint"].usd, 2),
+            "prices_as_of": PRICES_AS_OF}
