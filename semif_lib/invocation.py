@@ -4,7 +4,9 @@ A server on this machine (`target=local`, `target=container`) and a SageMaker en
 bytes (`encode_payload`, held to SageMaker's real-time payload limit) and stream chat the same way
 (llama-server's server-sent events, parsed by `iter_sse_events` and `iter_chat_deltas`). The text
 endpoint starts from the same llama-server settings everywhere (`text_settings`: the DLC variant's
-defaults, updated with a notebook's own).
+defaults, updated with a notebook's own); the decision server from the same environment (`decision_env`: stateful
+sessions on). A stateful session is opened and closed with the same bodies everywhere (`SESSION_BODIES`), and the
+container's answer to an opening is read by `read_new_session`.
 
 This is plumbing: pure functions, standard library only. The targets on this machine and the AWS
 wing (`aws.deployment`, `aws.invocations`) both call them.
@@ -15,14 +17,17 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .contract import MAX_PAYLOAD_BYTES
+from .contract import CLOSE_SESSION, MAX_PAYLOAD_BYTES, NEW_SESSION, SESSIONS_ENABLED_ENV
 
 __all__ = [
+    "SESSION_BODIES",
     "build_chat_request",
+    "decision_env",
     "default_text_settings",
     "encode_payload",
     "iter_chat_deltas",
     "iter_sse_events",
+    "read_new_session",
     "text_settings",
 ]
 
@@ -115,3 +120,27 @@ def text_settings(variant: str, overrides: Mapping[str, Any] | None = None) -> d
     (a notebook's own settings keep the GPU offload on cuda); a `None` value drops a default."""
     merged = {**default_text_settings(variant), **dict(overrides or {})}
     return {k: v for k, v in merged.items() if v is not None}
+
+
+def decision_env(variant: str, mode: str) -> dict[str, str]:
+    """The decision server's environment beyond its image defaults, on SageMaker and on this machine alike: its default
+    mode, stateful sessions on (a session's states stay cached on the instance its requests stick to), GPU offload on cuda."""
+    env = {"SEMIF_MODE": mode, SESSIONS_ENABLED_ENV: "true"}
+    if variant == "cuda":
+        env["SEMIF_N_GPU_LAYERS"] = "999"
+    return env
+
+
+# ====================================================================== stateful sessions, the client's side
+SESSION_BODIES = {"open": encode_payload({"requestType": NEW_SESSION}), "close": encode_payload({"requestType": CLOSE_SESSION})}
+
+
+def read_new_session(value: str | None) -> tuple[str, str]:
+    """The session id and its expiry (UTC, as the container wrote it) from `X-Amzn-SageMaker-New-Session-Id: <id>;
+    Expires=<UTC>` (SageMaker's `NewSessionId` carries the same value); a missing value means the endpoint opened none."""
+    if not value:
+        raise ValueError("the endpoint opened no session: its container runs without stateful sessions "
+                         f"({SESSIONS_ENABLED_ENV}=true turns them on)")
+    session, _, rest = value.partition(";")
+    expires = rest.strip().removeprefix("Expires=") if rest.strip().startswith("Expires=") else ""
+    return session.strip(), expires

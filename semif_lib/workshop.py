@@ -43,11 +43,13 @@ __all__ = [
     "chat",
     "check_permissions",
     "cleanup",
+    "close_decision_session",
     "deploy_decision_model",
     "deploy_text_model",
     "enable_autoscaling",
     "extract_model_package",
     "invoke_decision",
+    "open_decision_session",
     "load_state",
     "package_model",
     "score_jsonlines",
@@ -102,11 +104,27 @@ def deploy_decision_model(settings: Settings | None = None, state: WorkshopState
 
 
 def invoke_decision(request: Mapping[str, Any] | str | bytes, settings: Settings | None = None,
-                    state: WorkshopState | None = None, mode: str | None = None) -> dict[str, Any]:
-    """Score one Jev / System One request on the decision endpoint (local adapter or SageMaker)."""
+                    state: WorkshopState | None = None, mode: str | None = None, session: str | None = None) -> dict[str, Any]:
+    """Score one Jev / System One request on the decision endpoint (local adapter or SageMaker); with `session` (from
+    `open_decision_session`) it goes to the instance holding that session's state, and may send only its questions."""
     settings, state = settings_and_state(settings, state)
     body = encode_payload(request)
-    return select_target(settings).invoke_decision(state.require("decision_endpoint", DECISION_STEP), body, mode)
+    return select_target(settings).invoke_decision(state.require("decision_endpoint", DECISION_STEP), body, mode, session)
+
+
+def open_decision_session(settings: Settings | None = None, state: WorkshopState | None = None) -> str:
+    """Open a SageMaker stateful session on the decision endpoint (`SessionId=NEW_SESSION` on AWS, the container's
+    header on this machine); its id. The states its requests send stay cached on one instance until
+    `close_decision_session` or the expiry (SAGEMAKER_SESSIONS_EXPIRATION)."""
+    settings, state = settings_and_state(settings, state)
+    session, _expires = select_target(settings).open_session(state.require("decision_endpoint", DECISION_STEP))
+    return session
+
+
+def close_decision_session(session: str, settings: Settings | None = None, state: WorkshopState | None = None) -> str:
+    """Close a stateful session, releasing the states it kept cached; the id closed."""
+    settings, state = settings_and_state(settings, state)
+    return select_target(settings).close_session(state.require("decision_endpoint", DECISION_STEP), session)
 
 
 def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None, state: WorkshopState | None = None,

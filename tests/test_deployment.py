@@ -144,6 +144,7 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
         build_adapter_image,
         deploy_decision_model,
         invoke_decision,
+        open_decision_session,
         package_model,
     )
 
@@ -162,6 +163,12 @@ def test_decision_endpoint_answers_the_jev_request(state, aws_settings, fake_ggu
     assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}  # the setting's default
     env = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]["Environment"]
     assert env[SESSIONS_ENABLED_ENV] == "true"  # the adapter opens stateful sessions on SageMaker
+    # SessionId passes botocore's validation; moto routes nothing and answers no NewSessionId, as a container with
+    # sessions off would: opening one then says what turns them on (what a real endpoint answers: docs/aws.md)
+    requests.post("http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results", json=queued, timeout=10)
+    assert invoke_decision(example_requests[0], settings=aws_settings, state=state, session="s-1") == answer
+    with pytest.raises(ValueError, match=SESSIONS_ENABLED_ENV):
+        open_decision_session(settings=aws_settings, state=state)
 
 
 def test_routing_strategies_are_sagemakers(aws_settings):

@@ -11,7 +11,8 @@
   (AWS's AmazonSageMakerFullAccess, tests/data, with Studio's metadata file). moto authorizes few
   services, so every call the kernel makes is decided against the identity's policies by
   `support.aws_identity` (a denied call gets AWS's 403). moto has no `InvokeEndpointWithResponseStream`,
-  so cells tagged `response-stream` are left out there; moto's SageMaker instance-type list is old, so
+  and routes no stateful session (it answers no `NewSessionId`), so cells tagged `response-stream` or
+  `stateful-session` are left out there (`MOTO_SKIPPED`; the local walk runs them); moto's SageMaker instance-type list is old, so
   the tests pick ml.m5; moto's SageMaker descriptions carry empty structures that the SageMaker SDK
   rejects, so the kernel strips them first (`support.aws.patch_sessions`).
 * Container mode: notebooks 01-04 and 99, unedited, with `SEMIF_TARGET=container`: the DLC replica and the
@@ -48,6 +49,7 @@ NOTEBOOK_TIMEOUT_S = {"06_benchmark_paths.ipynb": 900, "07_calibrate_decisions.i
 DEFAULT_NOTEBOOK_TIMEOUT_S = 420
 # What notebook 06 loads instead of measuring: either modes file, and the readout-vs-generation file.
 BENCH_RESULTS = (("modes.json", "modes-quick.json"), ("readout-vs-generation.json",))
+MOTO_SKIPPED = ("response-stream", "stateful-session")  # what moto cannot answer (module doc)
 LOCAL_PARAMETERS = SMALL_PARAMETERS  # smaller than the notebooks' defaults, same code paths (support/notebooks.py)
 REGION = "us-east-1"
 RUN_ID = "nbaws1"
@@ -478,7 +480,7 @@ def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
             for purpose in ("sagemaker", "codebuild"):
                 role = _admin_client(env, "iam").get_role(RoleName=f"semif-{purpose}-{RUN_ID}")["Role"]
                 assert role["Path"] == "/semif-workshop/" and role["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary, role
-        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=("response-stream",), setup=setup))
+        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=MOTO_SKIPPED, setup=setup))
         _check_target_line(texts[name], name)
     assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in texts[WALK[0]]
@@ -550,7 +552,7 @@ def test_the_walk_in_the_event_teams_account(moto_env, monkeypatch, tmp_path):
                 assert model["ExecutionRoleArn"] == outputs["SageMakerExecutionRoleArn"], endpoint
             project = _admin_client(env, "codebuild").batch_get_projects(names=[f"semif-adapter-build-{RUN_ID}"])["projects"][0]
             assert project["serviceRole"] == outputs["CodeBuildRoleArn"]
-        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=("response-stream",), setup=setup))
+        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=MOTO_SKIPPED, setup=setup))
         _check_target_line(texts[name], name, f"SEMIF_TARGET in {env['SEMIF_SETTINGS_FILE']}")
     assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
     assert "Logits give probabilities" in texts[WALK[1]] and f"fresh: {fresh_calls} calls of one question" in texts[WALK[4]]
@@ -586,7 +588,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
             "container/iam/workshop-provisioning-policy.json") in text_01
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in text_01
     _queue_endpoint_result(env, CHAT_RESULT)
-    text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=("response-stream",), setup=setup))
+    text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=MOTO_SKIPPED, setup=setup))
     assert "Logits give probabilities" in text_02
     with pytest.raises(CellExecutionError) as stop:
         execute_notebook(WALK[2], env, setup=setup)

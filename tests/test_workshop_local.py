@@ -56,6 +56,15 @@ def test_local_workshop_run(local_settings, tmp_path):
     assert [r["id"] for r in records] == ["a", "b", odd_id]
     assert records[0]["answers"]["billing"]["noul"] == pytest.approx(answer["answers"]["billing"]["noul"], abs=0.1)
     assert workshop.enable_autoscaling(settings=local_settings, state=state) is None
+    # a stateful session, as notebook 05 opens one: the state once, then questions only, read from the session's cache
+    session = workshop.open_decision_session(settings=local_settings, state=state)
+    first = workshop.invoke_decision(SMALL, settings=local_settings, state=state, session=session)
+    short = workshop.invoke_decision({"questions": SMALL["questions"]}, settings=local_settings, state=state, session=session)
+    assert short["usage"]["x_cached_tokens"] == short["x_timing"]["prefix_tokens"] > 0
+    assert short["answers"]["billing"]["noul"] == pytest.approx(first["answers"]["billing"]["noul"], abs=0.02)
+    assert workshop.close_decision_session(session, settings=local_settings, state=state) == session
+    with pytest.raises(RuntimeError, match=f"answered 400.*{session}"):
+        workshop.invoke_decision({"questions": SMALL["questions"]}, settings=local_settings, state=state, session=session)
     pid = state.find("local_process")[0]["pid"]
     report = workshop.cleanup(settings=local_settings, state=state)
     assert "local_process decision-server" in report.removed and not report.failed

@@ -22,8 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..contract import SESSIONS_ENABLED_ENV
-from ..invocation import text_settings
+from ..invocation import decision_env, text_settings
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
 from ..model.package import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
@@ -37,7 +36,6 @@ from .waits import poll_status, retry_while_role_propagates
 
 __all__ = [
     "build_container_env",
-    "decision_container_env",
     "deploy_decision_endpoint",
     "deploy_endpoint",
     "deploy_text_endpoint",
@@ -313,19 +311,11 @@ def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState 
     return deploy_endpoint("text", image, model_data, env, settings=settings, state=state, wait=wait)
 
 
-def decision_container_env(settings: Settings) -> dict[str, str]:
-    """What the adapter container needs beyond its image defaults: stateful sessions on (a session's states stay
-    cached on the instance its requests stick to), GPU offload on cuda."""
-    env = {"SEMIF_MODE": settings.mode, SESSIONS_ENABLED_ENV: "true"}
-    if settings.dlc_variant == "cuda":
-        env["SEMIF_N_GPU_LAYERS"] = "999"
-    return env
-
-
 def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
     """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
     settings, state = settings_and_state(settings, state)
     image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
-    return deploy_endpoint("decision", image, model_data, decision_container_env(settings), settings=settings, state=state, wait=wait,
+    env = decision_env(settings.dlc_variant, settings.mode)
+    return deploy_endpoint("decision", image, model_data, env, settings=settings, state=state, wait=wait,
                            routing_strategy=settings.routing_strategy)

@@ -70,9 +70,17 @@ class AwsTarget:
         with aws_errors("deploy_decision_model (04)"):
             return deployment.deploy_decision_endpoint(settings=self.settings, state=state, wait=wait)
 
-    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
+    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None, session: str | None = None) -> dict[str, Any]:
         with aws_errors("invoke_decision"):
-            return invocations.invoke_decision_endpoint(endpoint, body, settings=self.settings, mode=mode)
+            return invocations.invoke_decision_endpoint(endpoint, body, settings=self.settings, mode=mode, session=session)
+
+    def open_session(self, endpoint: str) -> tuple[str, str]:
+        with aws_errors("open_decision_session"):
+            return invocations.open_endpoint_session(endpoint, settings=self.settings)
+
+    def close_session(self, endpoint: str, session: str) -> str:
+        with aws_errors("close_decision_session"):
+            return invocations.close_endpoint_session(endpoint, session, settings=self.settings)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         with aws_errors("chat"):

@@ -47,8 +47,14 @@ class Target(Protocol):
     def deploy_decision_model(self, state: WorkshopState, wait: bool) -> str:
         """Serve the decision adapter on the packaged model; its endpoint."""
 
-    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
-        """One decision request (`body`, already encoded) answered by `endpoint`."""
+    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None, session: str | None = None) -> dict[str, Any]:
+        """One decision request (`body`, already encoded) answered by `endpoint`, in stateful session `session` if given."""
+
+    def open_session(self, endpoint: str) -> tuple[str, str]:
+        """A new stateful session on `endpoint`: its id and expiry (UTC)."""
+
+    def close_session(self, endpoint: str, session: str) -> str:
+        """Close stateful session `session`; the id the endpoint closed."""
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         """One chat completion (`body`, already encoded) from the text endpoint."""

@@ -110,7 +110,7 @@ class ContainerTarget(MachineTarget):
         if image.startswith("local:") or "amazonaws.com" in image:
             raise LocalServerError(f"the recorded adapter image {image} is not a local image: run 03_build_adapter_image "
                                    "with target=container first", field="image_uri")
-        return start_local_container("decision", image, self.model_dir(state), self.settings, state)
+        return start_local_container("decision", image, self.model_dir(state), self.settings, state, env=self.decision_env())
 
     def delete_resource(self, entry: dict[str, Any]) -> bool:
         return delete_local_container(entry)

@@ -120,7 +120,7 @@ class LocalTarget(MachineTarget):
         return "local:semif-adapter"
 
     def deploy_decision_model(self, state: WorkshopState, wait: bool) -> str:
-        return start_local_server("decision", self.model_dir(state), self.settings, state)
+        return start_local_server("decision", self.model_dir(state), self.settings, state, env=self.decision_env())
 
     def delete_resource(self, entry: dict[str, Any]) -> bool:
         return delete_local_process(entry)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 from urllib.parse import urlsplit
 
+from ..contract import CLOSED_SESSION_HEADER, NEW_SESSION_HEADER, SESSION_HEADER
 from ..errors import SemifError
-from ..invocation import iter_chat_deltas, iter_sse_events, text_settings
+from ..invocation import SESSION_BODIES, decision_env, iter_chat_deltas, iter_sse_events, read_new_session, text_settings
 from ..jsonlines import split_lines
 from ..llama_flags import build_sm_env
 from ..model.package import extract_model_package
@@ -67,10 +68,15 @@ def check_port_free(kind: str, url: str, what: str) -> None:
                            f"set {variable} to a loopback URL such as http://127.0.0.1:{free}", field=f"local_{kind}_url")
 
 
-def _post(url: str, body: bytes, content_type: str, accept: str = "application/json", timeout: float = 300.0) -> bytes:
-    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type, "Accept": accept})
+def _post(url: str, body: bytes, content_type: str, accept: str = "application/json", timeout: float = 300.0,
+          headers: Mapping[str, str] | None = None, answer: dict[str, str] | None = None) -> bytes:
+    """POST `body`; `answer`, when given, receives the response's headers."""
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": content_type, "Accept": accept, **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
+            if answer is not None:
+                answer.update(resp.headers.items())
             return resp.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")
@@ -111,13 +117,29 @@ class MachineTarget:
             extract_model_package(info["tarball"], dest)
         return dest
 
+    def decision_env(self) -> dict[str, str]:
+        """The decision server's environment, as the endpoint's (`invocation.decision_env`: stateful sessions on)."""
+        return decision_env(self.settings.dlc_variant, self.settings.mode)
+
     def text_env(self, llama_settings: Mapping[str, Any] | None) -> dict[str, str]:
         """`SM_LLAMA_CPP_*` for the text server: the DLC variant's defaults merged with `llama_settings`."""
         return build_sm_env(text_settings(self.settings.dlc_variant, llama_settings))
 
-    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None) -> dict[str, Any]:
+    def invoke_decision(self, endpoint: str, body: bytes, mode: str | None, session: str | None = None) -> dict[str, Any]:
         query = f"?mode={mode}" if mode else ""
-        return json.loads(_post(f"{endpoint}/invocations{query}", body, "application/json"))
+        headers = {SESSION_HEADER: session} if session else {}
+        return json.loads(_post(f"{endpoint}/invocations{query}", body, "application/json", headers=headers))
+
+    def open_session(self, endpoint: str) -> tuple[str, str]:
+        """SageMaker's router is not here: the header it would add is what opens and names the session."""
+        answer: dict[str, str] = {}
+        _post(f"{endpoint}/invocations", SESSION_BODIES["open"], "application/json", answer=answer)
+        return read_new_session(next((v for k, v in answer.items() if k.lower() == NEW_SESSION_HEADER.lower()), None))
+
+    def close_session(self, endpoint: str, session: str) -> str:
+        answer: dict[str, str] = {}
+        _post(f"{endpoint}/invocations", SESSION_BODIES["close"], "application/json", headers={SESSION_HEADER: session}, answer=answer)
+        return next((v for k, v in answer.items() if k.lower() == CLOSED_SESSION_HEADER.lower()), session)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         return json.loads(_post(f"{endpoint}/invocations", body, "application/json"))
