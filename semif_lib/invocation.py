@@ -122,10 +122,13 @@ def text_settings(variant: str, overrides: Mapping[str, Any] | None = None) -> d
     return {k: v for k, v in merged.items() if v is not None}
 
 
-def decision_env(variant: str, mode: str) -> dict[str, str]:
+def decision_env(variant: str, mode: str, sessions: bool = True) -> dict[str, str]:
     """The decision server's environment beyond its image defaults, on SageMaker and on this machine alike: its default
-    mode, stateful sessions on (a session's states stay cached on the instance its requests stick to), GPU offload on cuda."""
-    env = {"SEMIF_MODE": mode, SESSIONS_ENABLED_ENV: "true"}
+    mode, stateful sessions on (a session's states stay cached on the instance its requests stick to; an async endpoint
+    routes from its queue and has none), GPU offload on cuda."""
+    env = {"SEMIF_MODE": mode}
+    if sessions:
+        env[SESSIONS_ENABLED_ENV] = "true"
     if variant == "cuda":
         env["SEMIF_N_GPU_LAYERS"] = "999"
     return env

@@ -44,11 +44,14 @@ __all__ = [
     "check_permissions",
     "cleanup",
     "close_decision_session",
+    "deploy_async_decision_model",
     "deploy_decision_model",
     "deploy_text_model",
+    "enable_async_autoscaling",
     "enable_autoscaling",
     "extract_model_package",
     "invoke_decision",
+    "invoke_decision_async",
     "open_decision_session",
     "load_state",
     "package_model",
@@ -125,6 +128,33 @@ def close_decision_session(session: str, settings: Settings | None = None, state
     """Close a stateful session, releasing the states it kept cached; the id closed."""
     settings, state = settings_and_state(settings, state)
     return select_target(settings).close_session(state.require("decision_endpoint", DECISION_STEP), session)
+
+
+ASYNC_STEP = "workshop.deploy_async_decision_model"
+
+
+def deploy_async_decision_model(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
+    """The decision image behind SageMaker's queue (Asynchronous Inference): requests may run up to an hour and answer
+    in S3. On this machine there is no queue, and the decision server from step 04 answers."""
+    settings, state = settings_and_state(settings, state)
+    return state.set("async_decision_endpoint", select_target(settings).deploy_async_decision_model(state, wait))
+
+
+def invoke_decision_async(request: Mapping[str, Any] | str | bytes, settings: Settings | None = None,
+                          state: WorkshopState | None = None, wait: bool = True) -> dict[str, Any]:
+    """Queue one decision request on the async endpoint and (with `wait`) read its answer from S3, with a bar while
+    it waits; without `wait`, the inference id and the S3 locations of its answer and failure."""
+    settings, state = settings_and_state(settings, state)
+    body = encode_payload(request)
+    endpoint = state.require("async_decision_endpoint", ASYNC_STEP)
+    return select_target(settings).invoke_decision_async(state, endpoint, body, wait)
+
+
+def enable_async_autoscaling(max_instances: int = 1, settings: Settings | None = None,
+                             state: WorkshopState | None = None) -> dict[str, Any] | None:
+    """Scale the async endpoint to zero when idle and back up when requests wait (AWS only; None on this machine)."""
+    settings, state = settings_and_state(settings, state)
+    return select_target(settings).enable_async_autoscaling(state, max_instances)
 
 
 def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None, state: WorkshopState | None = None,

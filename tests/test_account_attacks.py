@@ -175,7 +175,14 @@ def _paths(a: Account) -> dict[str, list[Callable[[], Any]]]:
             lambda: sm.update_endpoint_weights_and_capacities(EndpointName="event-demo", DesiredWeightsAndCapacities=[
                 {"VariantName": "AllTraffic", "DesiredInstanceCount": 10}]),
             lambda: a.client("sagemaker-runtime").invoke_endpoint(EndpointName="event-demo", Body=b"{}"),
+            lambda: a.client("sagemaker-runtime").invoke_endpoint_async(EndpointName="event-demo", Body=b"{}"),
             lambda: sm.delete_model(ModelName="event-model")],
+        "point an alarm at another project's scaling policy": [lambda: a.client("cloudwatch").put_metric_alarm(
+            AlarmName="event-demo-wake", MetricName="HasBacklogWithoutCapacity", Namespace="AWS/SageMaker", Statistic="Average",
+            Period=60, EvaluationPeriods=1, Threshold=0.0, ComparisonOperator="GreaterThanOrEqualToThreshold",
+            AlarmActions=[f"arn:aws:autoscaling:{REGION}:{ACCOUNT}:scalingPolicy:x:resource/sagemaker/endpoint/event-demo:policyName/up"]),
+            lambda: a.client("cloudwatch").set_alarm_state(AlarmName="event-demo-high", StateValue="ALARM", StateReason="x"),
+            lambda: a.client("cloudwatch").delete_alarms(AlarmNames=["event-demo-high"])],
         "autoscale another service": [lambda: a.client("application-autoscaling").register_scalable_target(
             ServiceNamespace="dynamodb", ResourceId="table/orders", ScalableDimension="dynamodb:table:ReadCapacityUnits",
             MinCapacity=1, MaxCapacity=40000)],

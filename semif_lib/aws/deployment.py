@@ -111,13 +111,15 @@ class EndpointSpec:
     download_timeout_s: int | None = None
     volume_size_gb: int | None = None
     routing_strategy: str | None = None  # None: SageMaker's default (RANDOM), and no RoutingConfig sent
+    async_config: dict[str, Any] | None = None  # AsyncInferenceConfig (`asyncinference`): the endpoint queues its requests
 
     def digest(self) -> str:
         gpu = [GPU_INFERENCE_AMI] if self.gpu else []  # a new GPU AMI makes a new config
         big = [self.download_timeout_s, self.volume_size_gb] if self.download_timeout_s or self.volume_size_gb else []
         routing = [self.routing_strategy] if self.routing_strategy else []  # unset keeps the names endpoints already have
+        queued = [self.async_config] if self.async_config else []
         return _content_hash(self.image_uri, self.model_data_url, self.env, self.instance_type, self.instance_count,
-                             self.startup_timeout_s, *gpu, *big, *routing)
+                             self.startup_timeout_s, *gpu, *big, *routing, *queued)
 
 
 def accepts_volume_size(instance_type: str) -> bool:
@@ -166,9 +168,16 @@ def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: Works
 
 def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
     """Endpoint config `name` (sagemaker-core `EndpointConfig`): one variant, startup health-check timeout,
-    on a GPU the AL2023 inference AMI whose driver matches the DLC's CUDA 13, and the spec's routing strategy."""
+    on a GPU the AL2023 inference AMI whose driver matches the DLC's CUDA 13, the spec's routing strategy, and its
+    AsyncInferenceConfig when it queues."""
     from sagemaker.core.resources import EndpointConfig
-    from sagemaker.core.shapes import ProductionVariant, ProductionVariantRoutingConfig
+    from sagemaker.core.shapes import (
+        AsyncInferenceClientConfig,
+        AsyncInferenceConfig,
+        AsyncInferenceOutputConfig,
+        ProductionVariant,
+        ProductionVariantRoutingConfig,
+    )
 
     if _exists(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
         extra: dict[str, Any] = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
@@ -181,7 +190,15 @@ def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, setti
         variant = ProductionVariant(variant_name="AllTraffic", model_name=model_name, instance_type=spec.instance_type,
                                     initial_instance_count=spec.instance_count, initial_variant_weight=1.0,
                                     container_startup_health_check_timeout_in_seconds=spec.startup_timeout_s, **extra)
-        EndpointConfig.create(endpoint_config_name=name, production_variants=[variant], tags=_sdk_tags(state), **_sdk(settings))
+        queued: dict[str, Any] = {}
+        if spec.async_config:
+            out, client = spec.async_config["OutputConfig"], spec.async_config["ClientConfig"]
+            queued["async_inference_config"] = AsyncInferenceConfig(
+                output_config=AsyncInferenceOutputConfig(s3_output_path=out["S3OutputPath"], s3_failure_path=out["S3FailurePath"]),
+                client_config=AsyncInferenceClientConfig(
+                    max_concurrent_invocations_per_instance=client["MaxConcurrentInvocationsPerInstance"]))
+        EndpointConfig.create(endpoint_config_name=name, production_variants=[variant], tags=_sdk_tags(state), **queued,
+                              **_sdk(settings))
     state.record("sagemaker_endpoint_config", name)
     return name
 
@@ -256,7 +273,7 @@ def ensure_endpoint(name: str, config_name: str, settings: Settings, state: Work
 def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
                     settings: Settings | None = None, state: WorkshopState | None = None,
                     instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
-                    progress: bool = True, routing_strategy: str | None = None) -> str:
+                    progress: bool = True, routing_strategy: str | None = None, async_config: dict[str, Any] | None = None) -> str:
     """Create (or reuse) model, endpoint config and endpoint `semif-<purpose>-<run id>`; return its name.
 
     Model and config names carry a hash of what defines them, so a redeploy with another image,
@@ -271,7 +288,7 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
         print(f"{purpose} endpoint: {note}")
     spec = EndpointSpec(image_uri, model_data_url, validate_container_env(env), instance_type, instance_count,
                         plan.startup_timeout_s, settings.dlc_variant == "cuda", plan.download_timeout_s, plan.volume_size_gb,
-                        routing_strategy)
+                        routing_strategy, async_config)
     endpoint = state.name(purpose)
     name = f"{endpoint}-{spec.digest()}"
     ensure_model(name, spec, settings, state)

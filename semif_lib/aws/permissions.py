@@ -53,6 +53,8 @@ _PROJECT = "arn:{partition}:codebuild:{region}:{account}:project/semif-adapter-b
 _SLR = ("arn:{partition}:iam::{account}:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
         "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
 _ALARM = "arn:{partition}:cloudwatch:{region}:{account}:alarm:TargetTracking-endpoint/semif-decision-{run}/variant/AllTraffic-AlarmHigh"
+_WAKE_ALARM = "arn:{partition}:cloudwatch:{region}:{account}:alarm:semif-decision-async-{run}-backlog-without-capacity"
+_ASYNC = "04 async inference (optional)"
 # A scalable target's ARN ends in an id Application Auto Scaling assigns, not the endpoint's name: what scopes the
 # autoscaling rows is the namespace and dimension (condition keys), besides SageMaker's own check of the endpoint.
 _SCALABLE = "arn:{partition}:application-autoscaling:{region}:{account}:scalable-target/*"
@@ -109,6 +111,10 @@ NEEDS: list[Need] = [
     *_rows("04 batch + autoscaling", _ALARM, "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms"),
     *_rows("04 batch + autoscaling", _SLR, "iam:CreateServiceLinkedRole",
            context=(("iam:AWSServiceName", "sagemaker.application-autoscaling.amazonaws.com"),)),
+    # the async endpoint's model, config and endpoint are created as the text rows show; what only it does is below
+    *_rows(_ASYNC, f"{_SM}:endpoint/semif-decision-async-{{run}}", "sagemaker:InvokeEndpointAsync"),
+    *_rows(_ASYNC, "arn:{partition}:s3:::{bucket}/{prefix}/{run}/batch/async/input/*", "s3:PutObject"),
+    *_rows(_ASYNC, _WAKE_ALARM, "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms"),
     *_rows("99 cleanup", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DeleteEndpoint"),
     *_rows("99 cleanup", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DeleteEndpointConfig"),
     *_rows("99 cleanup", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DeleteModel"),
@@ -116,6 +122,7 @@ NEEDS: list[Need] = [
     *_rows("99 cleanup", _SCALABLE, "application-autoscaling:DeleteScalingPolicy", "application-autoscaling:DeregisterScalableTarget",
            context=_VARIANT),
     *_rows("99 cleanup", _ALARM, "cloudwatch:DeleteAlarms"),
+    *_rows("99 cleanup", _WAKE_ALARM, "cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms"),
     *_rows("99 cleanup", _PROJECT, "codebuild:DeleteProject"),
     *_rows("99 cleanup", _REPO, "ecr:DeleteRepository"),
     *_rows("99 cleanup", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:DeleteRole",

@@ -34,13 +34,14 @@ MAX_PAYLOAD_MB = 6  # one mini-batch per POST, SageMaker's real-time payload lim
 INVOCATION_TIMEOUT_S = 3600  # ModelClientConfig: a 6 MB mini-batch on a bigger model outlasts the default 600 s
 INVOCATION_RETRIES = 1
 # The adapter answers 503 after its deadline (contract.answer_deadline_s: inside a real-time endpoint's 60 s by default). In a
-# transform job SageMaker waits InvocationsTimeoutInSeconds, so the job's container gets a request timeout whose
-# deadline is just inside that wait.
+# transform job SageMaker waits InvocationsTimeoutInSeconds (an async request InvocationTimeoutSeconds), so the container
+# gets a request timeout whose deadline is just inside that wait.
 DEADLINE_MARGIN_S = 30
 
 
-def transform_environment(invocation_timeout_s: int) -> dict[str, str]:
-    """`CreateTransformJob.Environment`: the adapter's deadline follows the transform's invocation timeout."""
+def deadline_environment(invocation_timeout_s: int) -> dict[str, str]:
+    """The adapter's Environment when SageMaker waits `invocation_timeout_s` for an answer (a transform job's mini-batch,
+    an async request): its deadline follows, just inside that wait."""
     return {"SEMIF_REQUEST_TIMEOUT_S": f"{request_timeout_for(invocation_timeout_s - DEADLINE_MARGIN_S):g}"}
 
 
@@ -84,7 +85,7 @@ def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: st
         MaxConcurrentTransforms=max_concurrent,
         MaxPayloadInMB=max_payload_mb,
         ModelClientConfig={"InvocationsTimeoutInSeconds": invocation_timeout_s, "InvocationsMaxRetries": INVOCATION_RETRIES},
-        Environment=transform_environment(invocation_timeout_s),
+        Environment=deadline_environment(invocation_timeout_s),
         BatchStrategy="MultiRecord",
         TransformInput={
             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": input_s3_uri}},

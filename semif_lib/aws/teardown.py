@@ -172,7 +172,18 @@ def delete_s3_bucket(entry: dict[str, Any], settings: Settings) -> bool:
     return True
 
 
+def delete_alarm(entry: dict[str, Any], settings: Settings) -> bool:
+    """A CloudWatch alarm the run made itself (the async endpoint's wake-from-zero alarm); DeleteAlarms does not say
+    whether it existed, so DescribeAlarms asks first."""
+    cw = _client("cloudwatch", settings)
+    if not cw.describe_alarms(AlarmNames=[entry["name"]]).get("MetricAlarms"):
+        return False
+    cw.delete_alarms(AlarmNames=[entry["name"]])
+    return True
+
+
 DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
+    "cloudwatch_alarm": delete_alarm,
     "scaling_target": delete_scaling_target,
     "sagemaker_endpoint": delete_endpoint,
     "sagemaker_endpoint_config": lambda e, s: _gone(lambda: _client("sagemaker", s).delete_endpoint_config(EndpointConfigName=e["name"])),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
-from ..aws import deployment, imagebuild, invocations, packaging, preflight, scaling
+from ..aws import asyncinference, deployment, imagebuild, invocations, packaging, preflight, scaling
 from ..aws.clients import get_region, in_region
 from ..aws.dlc import require_dlc_region
 from ..aws.errors import AwsSetupError, aws_errors
@@ -81,6 +81,19 @@ class AwsTarget:
     def close_session(self, endpoint: str, session: str) -> str:
         with aws_errors("close_decision_session"):
             return invocations.close_endpoint_session(endpoint, session, settings=self.settings)
+
+    def deploy_async_decision_model(self, state: WorkshopState, wait: bool) -> str:
+        with aws_errors("deploy_async_decision_model (04, asynchronous inference)"):
+            return asyncinference.deploy_async_decision_endpoint(settings=self.settings, state=state, wait=wait)
+
+    def invoke_decision_async(self, state: WorkshopState, endpoint: str, body: bytes, wait: bool) -> dict[str, Any]:
+        with aws_errors("invoke_decision_async"):
+            return asyncinference.invoke_async(endpoint, body, settings=self.settings, state=state, wait=wait)
+
+    def enable_async_autoscaling(self, state: WorkshopState, max_instances: int) -> dict[str, Any]:
+        endpoint = state.require("async_decision_endpoint", "workshop.deploy_async_decision_model")
+        with aws_errors("enable_async_autoscaling (04, asynchronous inference)"):
+            return asyncinference.enable_async_autoscaling(endpoint, max_instances=max_instances, settings=self.settings, state=state)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         with aws_errors("chat"):

@@ -56,6 +56,15 @@ class Target(Protocol):
     def close_session(self, endpoint: str, session: str) -> str:
         """Close stateful session `session`; the id the endpoint closed."""
 
+    def deploy_async_decision_model(self, state: WorkshopState, wait: bool) -> str:
+        """Serve the decision adapter behind a queue for work past a real-time invocation's 60 s; its endpoint."""
+
+    def invoke_decision_async(self, state: WorkshopState, endpoint: str, body: bytes, wait: bool) -> dict[str, Any]:
+        """One decision request queued on the async endpoint: its answer, or (without `wait`) where it will be."""
+
+    def enable_async_autoscaling(self, state: WorkshopState, max_instances: int) -> dict[str, Any] | None:
+        """Scale-to-zero autoscaling on the async endpoint, or None where there is nothing to scale."""
+
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         """One chat completion (`body`, already encoded) from the text endpoint."""
 

@@ -159,3 +159,13 @@ class MachineTarget:
     def enable_autoscaling(self, state: WorkshopState, min_instances: int, max_instances: int,
                            invocations_per_instance: float) -> None:
         return None
+
+    def deploy_async_decision_model(self, state: WorkshopState, wait: bool) -> str:
+        """No queue on this machine: the decision server already running answers (its deadline stays a real-time one)."""
+        return str(state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)"))
+
+    def invoke_decision_async(self, state: WorkshopState, endpoint: str, body: bytes, wait: bool) -> dict[str, Any]:
+        return self.invoke_decision(endpoint, body, None)
+
+    def enable_async_autoscaling(self, state: WorkshopState, max_instances: int) -> None:
+        return None
