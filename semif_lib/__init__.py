@@ -7,7 +7,7 @@ The house has four wings with one-way doors (see the README's repository map):
 * `aws/`: what a workshop run creates in an AWS account, and its cleanup (boto3, lazily);
 * `measurement/`: benchmarks (`bench/`), evaluation and calibration fitting (`quality/`), plots;
 
-on plumbing they all share (`contract`, `settings`, `errors`, `limits`, `paths`, `arguments`, `jsonlines`,
+on plumbing they all share (`contract`, `settings`, `errors`, `limits`, `paths`, `prices`, `arguments`, `jsonlines`,
 `processes`, `containers`, `llama_flags`, `llamabuilds`, `dockerfile`, `registry`, `invocation`, `model.locate`,
 `model.hub`, `model.chunks`, `model.package`), under a top floor that only the notebooks and the shell use
 (`workshop`, `notebook`, `targets`, `model.inspect`, `cli`). docs/architecture.md says what each module holds;

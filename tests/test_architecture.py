@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "semif_lib"
 WINGS = ("decision", "serving", "aws", "measurement")
 PLUMBING = ("contract", "settings", "errors", "jsonlines", "processes", "arguments", "llama_flags", "llamabuilds",
-            "containers", "paths", "limits", "registry", "dockerfile", "invocation",
+            "containers", "paths", "limits", "prices", "registry", "dockerfile", "invocation",
             "model.locate", "model.hub", "model.chunks", "model.package")
 TOP_FLOOR = ("cli", "workshop", "notebook", "targets", "model.inspect")
 # Packages whose modules sit on different floors: their `__init__` is a docstring, each module is placed by name.

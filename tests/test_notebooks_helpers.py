@@ -217,19 +217,20 @@ def test_read_slots_shows_what_the_answer_is_made_of(engine, example_requests):
 
 # ---------------------------------------------------------------------- the clock and the bill
 def test_the_bill_is_priced_from_the_one_table_and_docs_aws_quotes_it():
+    from semif_lib import prices
     from semif_lib.notebook import budget
 
     cost = budget.estimate_run_cost()
     assert cost["total_usd"] == pytest.approx(sum(row["usd"] for row in cost["rows"]), abs=0.011)
     assert 0 < cost["total_usd"] < 2, "a full run at list price is well under two dollars"
-    assert cost["forgotten_day_usd"] == pytest.approx(2 * 24 * budget.PRICES["endpoint"].usd, abs=0.006)
+    assert cost["forgotten_day_usd"] == pytest.approx(2 * 24 * prices.PRICES["endpoint"].usd, abs=0.006)
     text = (ROOT / "docs" / "aws.md").read_text(encoding="utf-8")
-    for price in budget.PRICES.values():
+    for price in prices.PRICES.values():
         assert f"| {price.item} | ${price.usd:g} per {price.unit} |" in text, price
     for row in cost["rows"]:
         assert f"| {row['what']} | {row['quantity']:g} {row['unit']}s | ${row['usd']:.2f} |" in text, row
     assert f"**${cost['total_usd']:.2f}**" in text and f"${cost['forgotten_day_usd']:.2f} a day" in text
-    assert budget.PRICES_AS_OF in text and all(url in text for url in budget.PRICE_SOURCES.values())
+    assert prices.PRICES_AS_OF in text and all(url in text for url in prices.PRICE_SOURCES.values())
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"${cost['total_usd']:.2f}" in readme and f"${cost['forgotten_day_usd']:.2f} a day" in readme
     assert set(budget.CLOCKS) == {p.name[:2] for p in (ROOT / "notebooks").glob("*.ipynb")}

@@ -1,4 +1,4 @@
-"""Three adapters behind a router that routes as a SageMaker endpoint does (support/router.py): a state asked again lands
+"""Three adapters behind a router that routes as a SageMaker endpoint does (semif_lib.measurement.bench.router): a state asked again lands
 on a cold instance under random routing, and on its own warm instance in a stateful session, on every request."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from semif_lib.contract import CLOSED_SESSION_HEADER, NEW_SESSION, NEW_SESSION_HEADER, SESSION_HEADER
+from semif_lib.measurement.bench.router import EndpointRouter
 
 from support.paths import DATA
-from support.router import EndpointRouter
 from support.servers import running_adapters
 
 pytestmark = [pytest.mark.model, pytest.mark.server]

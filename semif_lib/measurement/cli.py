@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
+rotations | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -91,6 +91,12 @@ def command_peer(args: argparse.Namespace) -> int:
     return command_peer(args)
 
 
+def command_scale(args: argparse.Namespace) -> int:
+    from .bench.scale import command_scale
+
+    return command_scale(args)
+
+
 def command_rotations(args: argparse.Namespace) -> int:
     from .bench.rotations import command_rotations
 
@@ -147,6 +153,7 @@ def register_bench_cli(sub: Any) -> None:
     add_robustness_parser(which)  # no engine flags: it starts servers
     add_peer_parser(which)  # semif serve against the text DLC's llama-server (starts both servers)
     add_rotations_parser(which)
+    add_scale_parser(which)
     for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
         add_engine_arguments(p)
         p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")
@@ -191,6 +198,20 @@ def add_peer_parser(which: Any) -> None:
     p.add_argument("--log-dir", type=Path, dest="log_dir", help=f"server logs (default {d['log_dir']})")
     p.add_argument("--output", type=Path, help="results file (default results/bench/peer[-quick].json)")
     p.set_defaults(func=command_peer)
+
+
+def add_scale_parser(which: Any) -> None:
+    p = which.add_parser("scale", help="semif serve x 1, 2, 4 behind a SageMaker-like router: random routing against stateful "
+                                       "sessions (cache hits, decisions/s, p50/p95), and the cost per million decisions")
+    p.add_argument("--quick", action="store_true", help=f"first {QUICK_STATES} states")
+    p.add_argument("--states", type=positive_int, help="first N states (default: all 37)")
+    p.add_argument("--questions", type=positive_int, default=5, help="first N questions of each state (default 5)")
+    p.add_argument("--instances", type=parse_int_list, default=[1, 2, 4], help="comma-separated instance counts (default 1,2,4)")
+    p.add_argument("--clients", type=positive_int, default=4, help="concurrent clients (default 4)")
+    p.add_argument("--threads", type=positive_int, default=2, help="llama.cpp threads split between the instances (default 2)")
+    p.add_argument("--port", type=int, default=18200, help="loopback port of the first instance; the others take the next ones")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/scale[-quick].json; the plot beside it)")
+    p.set_defaults(func=command_scale)
 
 
 def add_rotations_parser(which: Any) -> None:

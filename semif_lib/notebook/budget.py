@@ -8,8 +8,7 @@ the same prices (tests/test_notebooks.py and tests/test_notebooks_helpers.py che
   (embedded SmolLM2-135M; `LOCAL_MEASURED` has the seconds), rounded up to whole minutes. Reading time is extra.
 * **on AWS**: the same, plus AWS's waits as docs/aws.md gives them (an endpoint 5-8 minutes to InService, a CodeBuild
   build 10-15 minutes, a transform job's instance a few minutes to start): estimates, not a measured AWS run.
-* **prices**: On-Demand list prices in US East (N. Virginia) from AWS's pricing pages (`PRICE_SOURCES`), as known on
-  `PRICES_AS_OF`; this machine has no route to those pages, so recheck them before an event.
+* **prices**: `semif_lib.prices` (AWS's list prices, their source and date), shared with the cost per million decisions.
 
 The AWS order is 00 -> 05 -> 99, then 06 and 07 locally (or in the Studio space after 99): 06 and 07 need no endpoint,
 so run before 99 they would keep both endpoints billing.
@@ -20,30 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["CLOCKS", "LOCAL_MEASURED", "PRICES", "PRICES_AS_OF", "PRICE_SOURCES", "Clock", "Price", "estimate_run_cost",
-           "format_clock"]
+from ..prices import PRICES, PRICES_AS_OF
 
-PRICES_AS_OF = "2026-12-03"
-PRICE_SOURCES = {"sagemaker": "https://aws.amazon.com/sagemaker/ai/pricing/", "codebuild": "https://aws.amazon.com/codebuild/pricing/"}
-
-
-@dataclass(frozen=True)
-class Price:
-    """One list price: what it buys, the unit, US dollars per unit, and which page says so."""
-
-    item: str
-    unit: str
-    usd: float
-    source: str
-
-
-PRICES = {
-    "endpoint": Price("ml.c6i.xlarge real-time endpoint instance (notebooks 02 and 04)", "hour", 0.204, "sagemaker"),
-    "transform": Price("ml.c6i.xlarge Batch Transform instance (notebook 04)", "hour", 0.204, "sagemaker"),
-    "studio": Price("ml.t3.medium JupyterLab space in SageMaker Studio (the kernels)", "hour", 0.05, "sagemaker"),
-    "codebuild": Price("CodeBuild BUILD_GENERAL1_MEDIUM, Linux (notebook 03)", "minute", 0.01, "codebuild"),
-}
-
+__all__ = ["CLOCKS", "LOCAL_MEASURED", "Clock", "estimate_run_cost", "format_clock"]
 
 @dataclass(frozen=True)
 class Clock:

@@ -5,7 +5,6 @@ Helpers (import what you use, by name)::
     from support.paths import DATA, ROOT
     from support.answers import MAX_ABS_DIFF, MEAN_ABS_DIFF, assert_error, flatten_probabilities
     from support.servers import ADAPTER_COMMAND, SEMIF_SERVE, free_port, running_adapters, running_server, server_env, stop_process
-    from support.router import EndpointRouter
     from support.aws import REGION, client_error, make_fake_gguf, patch_sessions
     from support.fake_engines import CrashingEngine, GateEngine, RoundEngine
     from support.dockerfile import dockerfile_base

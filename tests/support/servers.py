@@ -60,7 +60,7 @@ def stop_process(proc: subprocess.Popen, timeout: float = 30) -> int:
 @contextmanager
 def running_adapters(count: int, **extra: str) -> Iterator[list[str]]:
     """`count` adapters on the embedded model (`server_env` plus `extra`), their URLs; all stopped afterwards (the
-    instances of one SageMaker endpoint, for the router in support/router.py)."""
+    instances of one SageMaker endpoint, for the router in semif_lib/measurement/bench/router.py)."""
     with ExitStack() as stack:
         ports = [free_port() for _ in range(count)]
         yield [stack.enter_context(running_server(ADAPTER_COMMAND, server_env(port, **extra), port)).url for port in ports]

@@ -1,9 +1,10 @@
 """How fast: the benchmarks behind `semif bench`, each a `run_<x>`, a `format_<x>`, a `command_<x>`.
 
 `paths` (`semif bench modes`) with `bounds` (the fork ceiling and targets it is held to), `readout`
-(`semif bench readout-vs-generation`), `residency`, `robustness`, `rotations` and `peer/` (`semif bench
-peer`); `workload` (the workload, the machine, results files) and `harness` (`semif serve` on loopback,
-timed calls, percentiles) are what they share.
+(`semif bench readout-vs-generation`), `residency`, `robustness`, `rotations`, `scale` (instances behind
+`router`, which routes as a SageMaker endpoint does) and `peer/` (`semif bench peer`); `workload` (the
+workload, the machine, results files) and `harness` (`semif serve` on loopback, timed calls, percentiles)
+are what they share.
 
 Doors: the measurement wing's shared modules, the decision wing, the plumbing, and of the quality room
 only `quality.labeled` (`rotations` reads the labeled sets). Never `cli`.

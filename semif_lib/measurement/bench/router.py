@@ -1,11 +1,11 @@
-"""A router in front of N `semif serve` processes on loopback, behaving as a SageMaker endpoint's does (a test harness, not a
-product: the real router is AWS's).
+"""A router in front of N `semif serve` processes on loopback, behaving as a SageMaker endpoint's does: the harness of
+`semif bench scale` and tests/test_sessions_router.py, not a product (the real router is AWS's).
 
 Strategies are `ProductionVariant.RoutingConfig.RoutingStrategy`'s: `RANDOM` (seeded) and `LEAST_OUTSTANDING_REQUESTS`
 (the instance with the fewest requests in flight; ties to the lowest index). Stateful sessions come first, as SageMaker's
 do: a request carrying `X-Amzn-SageMaker-Session-Id` goes to the instance that answered its `X-Amzn-SageMaker-New-Session-Id`,
 and a `X-Amzn-SageMaker-Closed-Session-Id` answer forgets it. A session id the router never saw goes by the strategy (the
-instance it reaches answers the 400). `routed` records which instance took each request, for the test's assertions.
+instance it reaches answers the 400). `routed` records which instance took each request, for the assertions and the figures.
 
     with EndpointRouter([a.url, b.url, c.url], "RANDOM", seed=1) as router:
         httpx.post(router.url + "/invocations", json=...)
@@ -108,7 +108,7 @@ class EndpointRouter:
 
             do_GET = do_POST = _relay
 
-            def log_message(self, *args: object) -> None:  # quiet: the test reads `routed`
+            def log_message(self, *args: object) -> None:  # quiet: the callers read `routed`
                 pass
 
         return Handler
