@@ -4,6 +4,8 @@ Tests of model-dependent behaviour (distributions, modes agreeing, the cache, sl
 sequence readout) take `family_engine` and run on both families: SmolLM2-135M and Qwen2.5-Coder-0.5B.
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -236,3 +238,23 @@ def test_pieces_tokenize_like_the_whole_prompt_when_no_control_text(family_engin
             assert family_engine.tokenize_pieces(renderer.render_pieces(state, plan.block)) == whole
         if isinstance(request["state"], str):
             assert family_engine.tokenize_pieces(renderer.render_prefix_pieces(request["state"]))[: len(prep.prefix)] == prep.prefix
+
+
+def test_the_readme_example_is_the_first_request_and_its_real_answer(engine):
+    """The README's request is data/examples.jsonl line 1 as it is, and its response what the embedded model answers."""
+    import re
+
+    from support.paths import DATA, ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)\n```", readme, flags=re.S)]
+    request = next(b for b in blocks if b.get("id") == "ticket-refund")
+    shown = next(b for b in blocks if "answers" in b and "usage" in b)
+    assert request == json.loads((DATA / "examples.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    response = engine.score(request, mode="parallel").model_dump(exclude_none=True)
+    assert shown["usage"]["input_tokens"] == response["usage"]["input_tokens"]
+    for name, answer in shown["answers"].items():
+        live = response["answers"][name]
+        probabilities = answer.get("probabilities") or answer["x_probabilities"]
+        real = live.get("probabilities") or live["x_probabilities"]
+        assert probabilities.keys() == real.keys() and max(abs(p - real[k]) for k, p in probabilities.items()) < 0.01, name
