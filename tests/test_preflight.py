@@ -130,6 +130,9 @@ def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings)
     table = tabulate_permissions(check)
     assert list(table.columns) == ["step", "action", "allowed", "how", "resource", "policy"] and len(table) == len(permissions.NEEDS)
     assert set(table["policy"]) == {"workshop-caller-policy.json", "workshop-provisioning-policy.json", ""}
+    looks = list(table["allowed"] != "yes")
+    assert 0 < sum(looks) < len(table) and looks == sorted(looks, reverse=True), "every row to look at comes before the yeses"
+    assert len(table) > 60, "longer than pandas shows by default: notebook 01 raises display.max_rows for it"
 
 
 

@@ -78,7 +78,8 @@ def compare_answers(reference: Any, other: Any) -> "pd.DataFrame":
 def tabulate_permissions(check: Any) -> "pd.DataFrame | None":
     """Notebook 01's permission check (`aws.preflight.PermissionCheck`) as one table: step, action,
     resource, allowed (yes / NO / ?; `no, optional` where the step goes on without it), how it was checked,
-    and the container/iam/ file that grants it. None in local mode."""
+    and the container/iam/ file that grants it. The rows that need a look come first (in step order), so a
+    table longer than pandas shows never hides a denial in its cut middle. None in local mode."""
     if check is None:
         return None
     import pandas as pd
@@ -86,4 +87,5 @@ def tabulate_permissions(check: Any) -> "pd.DataFrame | None":
     mark = {True: "yes", False: "NO", None: "?"}
     rows = [{**row, "allowed": "no, optional" if row.get("optional") and row["allowed"] is False else mark[row["allowed"]],
              "policy": f"{row['policy']}.json" if row.get("policy") else ""} for row in check.rows]
+    rows.sort(key=lambda row: row["allowed"] == "yes")  # stable: denials and unknowns first, each group in step order
     return pd.DataFrame(rows, columns=["step", "action", "allowed", "how", "resource", "policy"])
