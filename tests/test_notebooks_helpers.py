@@ -237,3 +237,17 @@ def test_the_bill_is_priced_from_the_one_table_and_docs_aws_quotes_it():
     assert set(budget.LOCAL_MEASURED) == set(budget.CLOCKS)
     for name, seconds in budget.LOCAL_MEASURED.items():  # the stated minutes round the measured run up
         assert budget.CLOCKS[name].here_min == max(1, -(-int(seconds) // 60)), name
+
+
+def test_a_relative_model_is_the_repositorys_and_a_hub_reference_stays_as_it_is(monkeypatch, tmp_path):
+    """A kernel runs in notebooks/: MODEL = "models/x.gguf" means the repository's file, in 00, 01 and 07 alike."""
+    from semif_lib.notebook import load_notebook_settings
+
+    monkeypatch.chdir(tmp_path)
+    assert load_notebook_settings(None, model_path="models/x.gguf").model_path == ROOT / "models" / "x.gguf"
+    assert load_notebook_settings(None, model_path=tmp_path / "y.gguf").model_path == tmp_path / "y.gguf"
+    hub = "hf://bartowski/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct-Q4_K_M.gguf"
+    assert str(load_notebook_settings(None, model_path=hub).model_path) in (hub, hub.replace("hf://", "hf:/"))
+    for name in ("00_local_quickstart", "01_package_gguf_to_s3", "07_calibrate_decisions"):
+        text = (ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
+        assert '"MODEL = None' in text and "GGUF = " not in text and "model_path=MODEL" in text, name

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SemifError
+from ..model.hub import is_hub_reference
 from ..paths import repo_root
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings, setting_source
@@ -56,7 +57,8 @@ def show_errors_briefly() -> bool:
 
 def load_notebook_settings(target: str | None = None, **overrides: Any) -> Settings:
     """`SEMIF_*` settings with the notebook's `TARGET` (and any overrides) applied, and the state
-    file, results folder and calibration file anchored at the repository root.
+    file, results folder, calibration file and a relative `MODEL` path anchored at the repository root (a
+    kernel runs in `notebooks/`; `models/x.gguf` means the repository's, as it does in a shell there).
 
     `TARGET = None` (the notebooks' default) means `SEMIF_TARGET`, else `local`: `export
     SEMIF_TARGET=aws` runs every notebook against AWS without editing one. In a notebook it also
@@ -68,6 +70,9 @@ def load_notebook_settings(target: str | None = None, **overrides: Any) -> Setti
                               "results_dir": _anchor(Path(settings.results_dir), root)}
     if settings.calibration is not None:
         update["calibration"] = _anchor(Path(settings.calibration), root)
+    model = overrides.get("model_path")
+    if model and not is_hub_reference(model) and not Path(model).expanduser().is_absolute():
+        update["model_path"] = _anchor(Path(model), root)
     return settings.model_copy(update=update)
 
 

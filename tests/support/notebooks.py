@@ -6,7 +6,7 @@ from __future__ import annotations
 SMALL_PARAMETERS: dict[str, dict[str, object]] = {
     "02_deploy_text_dlc.ipynb": {"MAX_TOKENS": 16},
     "05_score_decisions_prefix_forking.ipynb": {"STATE_INDEX": 26, "QUESTIONS": 3},
-    "07_calibrate_decisions.ipynb": {"LIMIT": 10, "SHOW": 3},
+    "07_calibrate_decisions.ipynb": {"SAMPLE": 10, "SHOW": 3},
 }
 
 # tests/test_browser.py runs these top to bottom in JupyterLab (with SMALL_PARAMETERS) and fails on any
