@@ -251,3 +251,25 @@ def test_a_relative_model_is_the_repositorys_and_a_hub_reference_stays_as_it_is(
     for name in ("00_local_quickstart", "01_package_gguf_to_s3", "07_calibrate_decisions"):
         text = (ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
         assert '"MODEL = None' in text and "GGUF = " not in text and "model_path=MODEL" in text, name
+
+
+def test_the_token_arithmetic_predicts_what_each_way_evaluated():
+    """05's table: fresh evaluates Q x P + sum(S), a fork P + sum(S), a cached fork sum(S); a count that does not follow
+    its formula shows in `predicted`, which the notebook asserts equal."""
+    from semif_lib.notebook import tabulate_tokens
+    from semif_lib.notebook.reference import merge_fresh_responses
+
+    def response(questions, prefix, cached=0, mode="parallel"):
+        suffixes = {q: 10 + k for k, q in enumerate(questions)}
+        usage = {"input_tokens": prefix + sum(suffixes.values()), "x_cached_tokens": cached}
+        return {"answers": {q: {} for q in questions}, "usage": usage,
+                "x_timing": {"mode": mode, "prefix_tokens": prefix, "suffix_tokens": suffixes, "total_s": 1.0}}
+
+    fresh = merge_fresh_responses([response([q], 100, mode="fresh") for q in ("a", "b", "c")])
+    assert fresh["x_timing"]["suffix_tokens"] == {"a": 10, "b": 10, "c": 10} and fresh["usage"]["input_tokens"] == 330
+    table = tabulate_tokens({"fresh": fresh, "forked": response(["a", "b", "c"], 100), "cached": response(["a", "b", "c"], 100, 100)})
+    assert list(table["evaluated_tokens"]) == list(table["predicted"]) == [330, 133, 33]
+    assert table.loc["fresh", "formula"] == "Q x P + sum(S) = 3 x 100 + 30" and table.loc["fresh", "calls"] == 3
+    lying = response(["a"], 100)
+    lying["usage"]["input_tokens"] += 7
+    assert tabulate_tokens({"x": lying}).loc["x", "predicted"] != tabulate_tokens({"x": lying}).loc["x", "evaluated_tokens"]

@@ -9,7 +9,8 @@
 - `kernel`: the guard every notebook opens with (`KERNEL_GUARD`, the cell's source; it cannot import this package);
 - `budget`: each notebook's minutes here and on AWS, what bills, the list prices (`format_clock`, `estimate_run_cost`);
 - `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
-- `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`);
+- `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`),
+  its token arithmetic and the fork drawn to scale (`tabulate_tokens`, `draw_fork`);
 - `build_context`: notebook 03's static check of `container/` (`inspect_build_context`);
 - `stop_local_servers` (from `semif_lib.targets`): stop the servers this run started here, keep the rest.
 
@@ -26,7 +27,7 @@ from .data import data_path, load_workload_request, read_examples
 from .display import describe_target, find_repo_root, load_notebook_settings, show_errors_briefly, show_target
 from .form import DecisionForm
 from .kernel import KERNEL_GUARD
-from .reference import describe_reference, score_fresh_reference
+from .reference import describe_reference, draw_fork, score_fresh_reference, tabulate_tokens
 from .slots import read_slots, tabulate_slots
 from .tables import compare_answers, tabulate_answers, tabulate_permissions, tabulate_records
 
@@ -37,6 +38,7 @@ __all__ = [
     "data_path",
     "describe_reference",
     "describe_target",
+    "draw_fork",
     "estimate_run_cost",
     "find_repo_root",
     "format_clock",
@@ -53,4 +55,5 @@ __all__ = [
     "tabulate_permissions",
     "tabulate_slots",
     "tabulate_records",
+    "tabulate_tokens",
 ]
