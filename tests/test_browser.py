@@ -370,6 +370,10 @@ def test_notebook_00_renders_table_chart_and_a_working_form(lab, browser):
     assert_chart_drawn(browser, charts[0])
     scroll_to(browser, code_cell_of(tables[0]), "start")
     save_screenshot(browser, "00_local_quickstart_table_chart.png")
+    slots = [t for t in tables if "softmax" in t.text and "logit" in t.text]
+    assert slots, "no table of the answer slots' logits and softmax"
+    scroll_to(browser, code_cell_of(slots[0]), "start")
+    save_screenshot(browser, "00_local_quickstart_slots.png")
     forms = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output .widget-vbox")
     assert forms, f"the DecisionForm widget did not render ({len(outputs)} outputs)"
     check_form(browser, forms[0])
@@ -391,10 +395,15 @@ def test_notebook_05_shows_progress_timings_and_the_cache_hit(lab, browser):
     cached, prefix = int(line.split(":")[1].split()[0]), int(line.split(" of ")[1].split()[0])
     assert cached == prefix > 0, line
     charts = browser.find_elements(By.CSS_SELECTOR, ".jp-RenderedImage img")
-    assert len(charts) == 1, f"expected the timings plot, found {len(charts)} images"
-    assert_chart_drawn(browser, charts[0])
+    assert len(charts) == 2, f"expected the timings plot and the fork, found {len(charts)} images"
+    for chart in charts:
+        assert_chart_drawn(browser, chart)
+    tokens = [t for t in browser.find_elements(By.CSS_SELECTOR, ".jp-RenderedHTMLCommon table.dataframe") if "evaluated_tokens" in t.text]
+    assert tokens and "Q x P + sum(S)" in tokens[0].text, "no token arithmetic table"
     scroll_to(browser, code_cell_of(bars[0]), "start")
     save_screenshot(browser, "05_prefix_forking_progress.png")
     scroll_to(browser, charts[0], "center")
     save_screenshot(browser, "05_prefix_forking_timings.png")
+    scroll_to(browser, code_cell_of(tokens[0]), "start")
+    save_screenshot(browser, "05_prefix_forking_tokens.png")
     shut_kernel_down(browser)

@@ -273,3 +273,28 @@ def test_the_token_arithmetic_predicts_what_each_way_evaluated():
     lying = response(["a"], 100)
     lying["usage"]["input_tokens"] += 7
     assert tabulate_tokens({"x": lying}).loc["x", "predicted"] != tabulate_tokens({"x": lying}).loc["x", "evaluated_tokens"]
+
+
+def test_no_committed_screenshot_is_older_than_the_notebook_it_shows():
+    """tests/test_browser.py rewrites results/screenshots/ from the notebooks; committing a notebook without the
+    screenshots it changed leaves pictures of code the notebook no longer has."""
+    import shutil
+    import subprocess
+
+    if not (ROOT / ".git").exists() or not shutil.which("git"):
+        pytest.skip("not a git checkout: commit times unknown")
+
+    def committed_at(path):
+        out = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(path.relative_to(ROOT))], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        return int(out) if out else None
+
+    shots = sorted((ROOT / "results" / "screenshots").glob("*.png"))
+    assert shots, "no committed screenshots"
+    stale = []
+    for shot in shots:
+        (notebook,) = (ROOT / "notebooks").glob(f"{shot.name[:2]}_*.ipynb")
+        shot_time, notebook_time = committed_at(shot), committed_at(notebook)
+        if shot_time is not None and notebook_time is not None and shot_time < notebook_time:
+            stale.append(f"{shot.name} ({shot_time}) is older than {notebook.name} ({notebook_time})")
+    assert not stale, "run tests/test_browser.py and commit results/screenshots/: " + "; ".join(stale)
