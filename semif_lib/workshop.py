@@ -48,6 +48,7 @@ __all__ = [
     "deploy_decision_model",
     "deploy_text_model",
     "enable_async_autoscaling",
+    "find_still_billing",
     "enable_autoscaling",
     "extract_model_package",
     "invoke_decision",
@@ -247,3 +248,13 @@ def cleanup(settings: Settings | None = None, state: WorkshopState | None = None
     if not report.failed and delete_state:
         state.path.unlink(missing_ok=True)
     return report
+
+
+def find_still_billing(recorded: Sequence[Mapping[str, Any]], settings: Settings | None = None,
+                       state: WorkshopState | None = None) -> list[str]:
+    """After `cleanup`, a describe call for each resource `recorded` held (take `list(state.resources)` before cleanup)
+    that bills while it exists: what is still there and what it costs. Empty when nothing bills any more. It asks in
+    this session's region, which `cleanup` has just checked is the run's."""
+    settings, state = settings_and_state(settings, state)
+    left = [owner_of(entry["kind"], settings).still_billing(dict(entry)) for entry in recorded]
+    return [line for line in left if line]

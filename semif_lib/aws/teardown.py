@@ -18,7 +18,7 @@ from ..settings import Settings
 from .clients import make_client
 from .errors import DENIED_CODES, error_code, is_not_found
 
-__all__ = ["DELETERS", "delete_resource"]
+__all__ = ["DELETERS", "delete_resource", "describe_still_billing"]
 
 
 def _gone(call: Callable[[], Any]) -> bool:
@@ -195,6 +195,48 @@ DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
     "s3_object": delete_s3_object,
     "s3_bucket": delete_s3_bucket,
 }
+
+
+def _left(call: Callable[[], Any]) -> Any | None:
+    """What a describe call returns, or None when the resource is gone."""
+    try:
+        return call()
+    except Exception as exc:
+        if is_not_found(exc) or error_code(exc) in ("ValidationException", "RepositoryNotFoundException"):
+            return None
+        raise
+
+
+def describe_still_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    """After cleanup, a describe call per recorded resource that costs money while it exists: what is left and what it
+    bills, or None when it is gone (a transform job that has stopped counts as gone: it is history, not an instance).
+    A describe this identity may not make is said, never taken for gone."""
+    try:
+        return _still_billing(entry, settings)
+    except Exception as exc:
+        if error_code(exc) in DENIED_CODES:
+            return f"{entry['kind']} {entry['name']}: not checked (no permission to describe it): look in the console"
+        raise
+
+
+def _still_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    kind, name = entry["kind"], entry["name"]
+    if kind == "sagemaker_endpoint":
+        desc = _left(lambda: _client("sagemaker", settings).describe_endpoint(EndpointName=name))
+        return desc and f"endpoint {name} is {desc['EndpointStatus']}: its instances bill every hour until it is deleted"
+    if kind == "transform_job":
+        status = _transform_status(_client("sagemaker", settings), name)
+        return f"transform job {name} is {status}: its instances bill until it stops" if status in TRANSFORM_RUNNING else None
+    if kind == "ecr_repository":
+        desc = _left(lambda: _client("ecr", settings).describe_repositories(repositoryNames=[name]))
+        return desc and f"ECR repository {name}: its images bill as storage (cents a month)"
+    if kind == "s3_object":
+        desc = _left(lambda: _client("s3", settings).head_object(Bucket=entry["bucket"], Key=entry["key"]))
+        return desc and f"{name}: {desc.get('ContentLength', 0) / 1e6:.1f} MB of S3 storage (cents a month)"
+    if kind == "cloudwatch_alarm":
+        alarms = _client("cloudwatch", settings).describe_alarms(AlarmNames=[name]).get("MetricAlarms")
+        return f"CloudWatch alarm {name}: $0.10 a month" if alarms else None
+    return None
 
 
 def delete_resource(entry: dict[str, Any], settings: Settings) -> bool:

@@ -16,7 +16,7 @@ from ..aws.clients import get_region, in_region
 from ..aws.dlc import require_dlc_region
 from ..aws.errors import AwsSetupError, aws_errors
 from ..aws.quotas import check_quotas, describe_quotas
-from ..aws.teardown import delete_resource
+from ..aws.teardown import delete_resource, describe_still_billing
 from ..registry import WorkshopState
 from ..settings import Settings
 from .container import ContainerTarget
@@ -117,6 +117,10 @@ class AwsTarget:
     def delete_resource(self, entry: dict[str, Any]) -> bool:
         with aws_errors(f"cleanup of {entry['kind']} {entry['name']}"):
             return delete_resource(entry, self.settings)
+
+    def still_billing(self, entry: dict[str, Any]) -> str | None:
+        with aws_errors(f"checking {entry['kind']} {entry['name']} after cleanup"):
+            return describe_still_billing(entry, self.settings)
 
 
 def settings_for_cleanup(settings: Settings, state: WorkshopState) -> Settings:

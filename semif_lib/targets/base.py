@@ -78,6 +78,9 @@ class Target(Protocol):
                            invocations_per_instance: float) -> dict[str, Any] | None:
         """Autoscaling on the decision endpoint, or None where there is nothing to scale."""
 
+    def still_billing(self, entry: dict[str, Any]) -> str | None:
+        """After cleanup, what of a recorded resource of a kind it owns is left and bills (from a describe call), or None."""
+
     def delete_resource(self, entry: dict[str, Any]) -> bool:
         """Remove one recorded resource of a kind it owns (`owner_of`): True if removed, False if it was already gone.
 

@@ -160,6 +160,9 @@ class MachineTarget:
                            invocations_per_instance: float) -> None:
         return None
 
+    def still_billing(self, entry: dict[str, Any]) -> str | None:
+        return None  # nothing on this machine bills
+
     def deploy_async_decision_model(self, state: WorkshopState, wait: bool) -> str:
         """No queue on this machine: the decision server already running answers (its deadline stays a real-time one)."""
         return str(state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)"))
