@@ -350,10 +350,11 @@ def _decision_result(questions: dict[str, dict], mode: str, prefix_tokens: int =
             answers[qid] = {"type": "choice", "choice": options[0], "confidence": 0.6, "probabilities": probabilities}
         else:
             answers[qid] = {"type": "noul", "noul": 0.6, "x_probabilities": {"true": 0.6, "false": 0.4}}
-    cached = prefix_tokens if mode == "cached" else 0
+    cached = prefix_tokens if mode in ("cached", "serial") else 0  # 05 asks serially once the prefix is cached
     return {"model": "SmolLM2-135M-Instruct.Q4_1", "answers": answers,
             "usage": {"input_tokens": prefix_tokens + 20 * len(questions), "output_tokens": 0, "x_cached_tokens": cached},
-            "x_timing": {"mode": "fresh" if mode == "fresh" else "parallel", "prefix_tokens": prefix_tokens,
+            "x_timing": {"mode": mode if mode in ("fresh", "serial") else "parallel", "prefix_tokens": prefix_tokens,
+                         "suffix_tokens": {qid: 20 for qid in questions},
                          "prefill_s": 0.5 if mode == "forked" else 0.0, "branches_s": total_s, "total_s": total_s}}
 
 
@@ -368,7 +369,8 @@ def _queue_walk_results(env: dict[str, str], name: str) -> int:
 
 def _queue_notebook_05(env: dict[str, str]) -> int:
     """Notebook 05's answers on the endpoint, in the order it asks: the fresh reference one question per call (each
-    inside SageMaker's 60 s), then forked and cached. Returns how many fresh calls it should make."""
+    inside SageMaker's 60 s), then forked, cached and serial (token counts that follow the notebook's arithmetic).
+    Returns how many fresh calls it should make."""
     from semif_lib import notebook
 
     parameters = SMALL_PARAMETERS["05_score_decisions_prefix_forking.ipynb"]
@@ -377,6 +379,7 @@ def _queue_notebook_05(env: dict[str, str]) -> int:
         _queue_endpoint_result(env, _decision_result({qid: question}, "fresh"))
     _queue_endpoint_result(env, _decision_result(questions, "forked"))
     _queue_endpoint_result(env, _decision_result(questions, "cached"))
+    _queue_endpoint_result(env, _decision_result(questions, "serial"))
     return len(questions)
 
 
