@@ -34,7 +34,7 @@ from .deployment import deploy_endpoint
 from .errors import ResourceFailedError
 from .packaging import ensure_bucket
 from .runrecord import settings_and_state
-from .scaling import deadline_environment
+from .scaling import deadline_environment, register_variant
 from .waits import poll_status
 
 __all__ = ["ASYNC_INVOCATION_TIMEOUT_S", "INLINE_BODY_BYTES", "async_inference_config", "async_prefix",
@@ -168,12 +168,7 @@ def enable_async_autoscaling(endpoint: str, *, max_instances: int = 1, backlog_p
     if max_instances < 1:
         raise ValueError(f"max_instances must be at least 1, got {max_instances}")
     settings, state = settings_and_state(settings, state)
-    aas = make_client("application-autoscaling", settings)
-    resource_id = f"endpoint/{endpoint}/variant/{variant}"
-    dimension = "sagemaker:variant:DesiredInstanceCount"
-    aas.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=dimension,
-                                 MinCapacity=0, MaxCapacity=max_instances)
-    state.record("scaling_target", resource_id, resource_id=resource_id)
+    aas, resource_id, dimension = register_variant(endpoint, variant, 0, max_instances, settings, state)
     metric = {"Namespace": "AWS/SageMaker", "Dimensions": [{"Name": "EndpointName", "Value": endpoint}]}
     aas.put_scaling_policy(
         PolicyName=f"{endpoint}-backlog", ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=dimension,

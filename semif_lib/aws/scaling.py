@@ -146,6 +146,21 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: Wor
     return f"s3://{bucket}/{out_key}"
 
 
+SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+
+
+def register_variant(endpoint: str, variant: str, min_instances: int, max_instances: int, settings: Settings,
+                     state: WorkshopState) -> tuple[Any, str, str]:
+    """The endpoint variant registered with Application Auto Scaling (and recorded for cleanup): the client, its
+    resource id and the scalable dimension, for the policies the caller puts on it."""
+    aas = make_client("application-autoscaling", settings)
+    resource_id = f"endpoint/{endpoint}/variant/{variant}"
+    aas.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=SCALABLE_DIMENSION,
+                                 MinCapacity=min_instances, MaxCapacity=max_instances)
+    state.record("scaling_target", resource_id, resource_id=resource_id)
+    return aas, resource_id, SCALABLE_DIMENSION
+
+
 def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instances: int = 1, max_instances: int = 2,
                        invocations_per_instance: float = 60.0, scale_in_cooldown_s: int = 300, scale_out_cooldown_s: int = 60,
                        settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any]:
@@ -153,12 +168,7 @@ def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instan
     if not 1 <= min_instances <= max_instances:
         raise ValueError(f"need 1 <= min_instances ({min_instances}) <= max_instances ({max_instances})")
     settings, state = settings_and_state(settings, state)
-    aas = make_client("application-autoscaling", settings)
-    resource_id = f"endpoint/{endpoint}/variant/{variant}"
-    dimension = "sagemaker:variant:DesiredInstanceCount"
-    aas.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=dimension,
-                                 MinCapacity=min_instances, MaxCapacity=max_instances)
-    state.record("scaling_target", resource_id, resource_id=resource_id)
+    aas, resource_id, dimension = register_variant(endpoint, variant, min_instances, max_instances, settings, state)
     policy_name = f"{endpoint}-invocations"
     policy = aas.put_scaling_policy(
         PolicyName=policy_name, ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=dimension,

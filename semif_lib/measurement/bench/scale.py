@@ -213,10 +213,12 @@ def plot_scale(doc: dict[str, Any], path: Path) -> Path:
         counts = [r["instances"] for r in runs]
         hits.plot(counts, [r["repeat_hit_rate"] for r in runs], marker="o", label=arm)
         rate.plot(counts, [r["decisions_per_s"] for r in runs], marker="o", label=arm)
+    counts = sorted({r["instances"] for r in doc["runs"].values()})
+    hits.plot(counts, [1 / n for n in counts], linestyle=":", color="grey", label="1/N (random, in expectation)")
     hits.set(title="a state asked again: whole prefix cached", xlabel="instances", ylabel="repeats that hit", ylim=(0, 1.05))
     rate.set(title="throughput", xlabel="instances", ylabel="decisions/s", ylim=(0, None))
     for ax in (hits, rate):
-        ax.set_xticks(sorted({r["instances"] for r in doc["runs"].values()}))
+        ax.set_xticks(counts)
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
