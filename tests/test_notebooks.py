@@ -361,7 +361,8 @@ def _decision_result(questions: dict[str, dict], mode: str, prefix_tokens: int =
 def _queue_walk_results(env: dict[str, str], name: str) -> int:
     """What the endpoints answer notebook `name` of a walk (moto queues results per endpoint); for 05, the fresh calls it makes."""
     if name.startswith("02"):
-        _queue_endpoint_result(env, CHAT_RESULT)
+        _queue_endpoint_result(env, CHAT_RESULT)  # the chat
+        _queue_endpoint_result(env, CHAT_RESULT)  # the generation put beside 00's distribution
     if name.startswith("04"):
         _queue_endpoint_result(env, DECISION_RESULT)
     return _queue_notebook_05(env) if name.startswith("05") else 0
@@ -590,7 +591,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
             "iam:GetRole (denied); attach container/iam/workshop-caller-policy.json and "
             "container/iam/workshop-provisioning-policy.json") in text_01
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in text_01
-    _queue_endpoint_result(env, CHAT_RESULT)
+    _queue_walk_results(env, WALK[1])
     text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=MOTO_SKIPPED, setup=setup))
     assert "Logits give probabilities" in text_02
     with pytest.raises(CellExecutionError) as stop:

@@ -4,6 +4,8 @@
   the line it prints first (`load_notebook_settings`, `show_target`, `show_errors_briefly`);
 - `data`: the repository's data files (`read_examples`, `load_workload_request`, `data_path`);
 - `tables`: answers, JSON Lines records, two responses compared, the permission check;
+- `generation`: 02's generated text beside 00's distribution (`record_distribution`, `chat_messages_for`,
+  `tabulate_generation`);
 - `slots`: notebook 00's look inside one forward pass: the prompt's end, the answer-slot tokens, their logits and
   softmax (`read_slots`, `tabulate_slots`);
 - `kernel`: the guard every notebook opens with (`KERNEL_GUARD`, the cell's source; it cannot import this package);
@@ -26,6 +28,7 @@ from .build_context import inspect_build_context
 from .data import data_path, load_workload_request, read_examples
 from .display import describe_target, find_repo_root, load_notebook_settings, show_errors_briefly, show_target
 from .form import DecisionForm
+from .generation import chat_messages_for, record_distribution, tabulate_generation
 from .kernel import KERNEL_GUARD
 from .reference import describe_reference, draw_fork, score_fresh_reference, tabulate_tokens
 from .slots import read_slots, tabulate_slots
@@ -35,6 +38,7 @@ __all__ = [
     "DecisionForm",
     "KERNEL_GUARD",
     "compare_answers",
+    "chat_messages_for",
     "data_path",
     "describe_reference",
     "describe_target",
@@ -47,11 +51,13 @@ __all__ = [
     "load_workload_request",
     "read_examples",
     "read_slots",
+    "record_distribution",
     "score_fresh_reference",
     "show_errors_briefly",
     "show_target",
     "stop_local_servers",
     "tabulate_answers",
+    "tabulate_generation",
     "tabulate_permissions",
     "tabulate_slots",
     "tabulate_records",
