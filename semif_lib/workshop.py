@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from .invocation import build_chat_request, encode_payload
 from .model.package import build_model_package
 from .registry import KeptResource, WorkshopState
-from .settings import Settings
+from .settings import Settings, load_settings
 from .targets import (
     LocalServerError,
     extract_model_package,
@@ -48,9 +48,9 @@ __all__ = [
     "deploy_decision_model",
     "deploy_text_model",
     "enable_async_autoscaling",
-    "find_still_billing",
     "enable_autoscaling",
     "extract_model_package",
+    "find_still_billing",
     "invoke_decision",
     "invoke_decision_async",
     "open_decision_session",
@@ -155,7 +155,8 @@ def enable_async_autoscaling(max_instances: int = 1, settings: Settings | None =
                              state: WorkshopState | None = None) -> dict[str, Any] | None:
     """Scale the async endpoint to zero when idle and back up when requests wait (AWS only; None on this machine)."""
     settings, state = settings_and_state(settings, state)
-    return select_target(settings).enable_async_autoscaling(state, max_instances)
+    endpoint = state.require("async_decision_endpoint", ASYNC_STEP)
+    return select_target(settings).enable_async_autoscaling(state, endpoint, max_instances)
 
 
 def chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings | None = None, state: WorkshopState | None = None,
@@ -250,11 +251,11 @@ def cleanup(settings: Settings | None = None, state: WorkshopState | None = None
     return report
 
 
-def find_still_billing(recorded: Sequence[Mapping[str, Any]], settings: Settings | None = None,
-                       state: WorkshopState | None = None) -> list[str]:
+def find_still_billing(recorded: Sequence[Mapping[str, Any]], settings: Settings | None = None) -> list[str]:
     """After `cleanup`, a describe call for each resource `recorded` held (take `list(state.resources)` before cleanup)
     that bills while it exists: what is still there and what it costs. Empty when nothing bills any more. It asks in
-    this session's region, which `cleanup` has just checked is the run's."""
-    settings, state = settings_and_state(settings, state)
+    this session's region, which `cleanup` has just checked is the run's. It takes no state: cleanup has deleted the
+    state file, and loading one would start a new run."""
+    settings = settings or load_settings()
     left = [owner_of(entry["kind"], settings).still_billing(dict(entry)) for entry in recorded]
     return [line for line in left if line]

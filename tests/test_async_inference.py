@@ -132,13 +132,14 @@ def test_scale_to_zero_then_cleanup_leaves_nothing(async_endpoint, state, aws_se
     _queue_async({"data": json.dumps(ANSWER)})
     workshop.invoke_decision_async({"id": "c", "state": "x", "questions": {}}, settings=aws_settings, state=state)
     recorded = list(state.resources)
-    before = workshop.find_still_billing(recorded, settings=aws_settings, state=state)
+    before = workshop.find_still_billing(recorded, settings=aws_settings)
     assert f"endpoint {async_endpoint} is InService: its instances bill every hour until it is deleted" in before
     assert any(line.startswith("ECR repository semif-adapter-t3st01") for line in before)
     assert any(line.startswith(f"CloudWatch alarm {scaling['wake_alarm']}") for line in before)
     report = workshop.cleanup(settings=aws_settings, state=state)
     assert not report.failed, report
-    assert workshop.find_still_billing(recorded, settings=aws_settings, state=state) == [], "99 checks with describe calls"
+    assert workshop.find_still_billing(recorded, settings=aws_settings) == [], "99 checks with describe calls"
+    assert not state.path.exists(), "checking after cleanup starts no new run"
     assert not cw.describe_alarms(AlarmNames=[scaling["wake_alarm"]])["MetricAlarms"]
     assert not aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
     assert not make_client("sagemaker", aws_settings).list_endpoints()["Endpoints"]

@@ -25,14 +25,13 @@ import json
 import uuid
 from typing import Any, Callable
 
-from ..contract import MAX_PAYLOAD_BYTES
-from ..invocation import decision_env
+from ..invocation import decision_env, encode_payload
 from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import make_client
 from .deployment import deploy_endpoint
-from .errors import ResourceFailedError
-from .packaging import ensure_bucket
+from .errors import ResourceFailedError, unless_gone
+from .packaging import ensure_bucket, sse_args
 from .runrecord import settings_and_state
 from .scaling import deadline_environment, register_variant
 from .waits import poll_status
@@ -99,12 +98,8 @@ def _object_status(s3: Any, output: str, failure: str | None) -> dict[str, Any]:
         if not uri:
             continue
         bucket, key = split_s3_uri(uri)
-        try:
-            s3.head_object(Bucket=bucket, Key=key)
-        except Exception as exc:  # 404 until SageMaker writes it
-            if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                continue
-            raise
+        if unless_gone(lambda: s3.head_object(Bucket=bucket, Key=key)) is None:  # not there until SageMaker writes it
+            continue
         if status == "Failed":
             reason = s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8", "replace")
             return {"Status": status, "FailureReason": reason[:2000]}
@@ -117,9 +112,7 @@ def invoke_async(endpoint: str, body: bytes, *, settings: Settings | None = None
     """Queue one decision request on the async endpoint; with `wait`, the answer (a `ResourceFailedError` carries the
     failure SageMaker wrote). Without `wait`: the inference id and the output and failure locations to read later.
     Every object it makes or that SageMaker will write is recorded, so cleanup removes it."""
-    if len(body) > MAX_PAYLOAD_BYTES:  # the queue takes up to 1 GB, but the adapter reads one request of at most 6 MB
-        raise ValueError(f"the request is {len(body)} bytes; the decision adapter reads at most {MAX_PAYLOAD_BYTES} "
-                         "(SageMaker's real-time payload limit, kept on the async endpoint): split it into several requests")
+    body = encode_payload(body)  # the queue takes up to 1 GB, but the adapter reads one request of at most 6 MB
     settings, state = settings_and_state(settings, state)
     timeout_s = int(state.get("async_invocation_timeout_s") or ASYNC_INVOCATION_TIMEOUT_S)
     _check_timeout(timeout_s)
@@ -131,7 +124,7 @@ def invoke_async(endpoint: str, body: bytes, *, settings: Settings | None = None
     else:
         bucket = ensure_bucket(settings, state)
         key = f"{async_prefix(state, settings)}/input/{request['InferenceId']}.json"
-        make_client("s3", settings).put_object(Bucket=bucket, Key=key, Body=body, ServerSideEncryption="AES256")
+        make_client("s3", settings).put_object(Bucket=bucket, Key=key, Body=body, **sse_args(settings))
         state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
         request["InputLocation"] = f"s3://{bucket}/{key}"
     answer = make_client("sagemaker-runtime", settings).invoke_endpoint_async(**request)

@@ -29,9 +29,10 @@ from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from .clients import get_region, make_client, make_session
 from .dlc import GPU_INFERENCE_AMI, pin_dlc_image
-from .errors import ResourceFailedError, is_not_found
+from .errors import ResourceFailedError, unless_gone
 from .iamroles import resolve_execution_role
 from .runrecord import settings_and_state
+from .scaling import SCALABLE_DIMENSION
 from .waits import poll_status, retry_while_role_propagates
 
 __all__ = [
@@ -75,15 +76,6 @@ def build_container_env(llama_settings: Mapping[str, Any] | None = None, extra: 
 # ====================================================================== create, wait
 def _content_hash(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:8]
-
-
-def _exists(call: Callable[[], Any]) -> Any | None:
-    try:
-        return call()
-    except Exception as exc:
-        if is_not_found(exc):
-            return None
-        raise
 
 
 def _sdk(settings: Settings) -> dict[str, Any]:
@@ -156,7 +148,7 @@ def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: Works
     from sagemaker.core.resources import Model
     from sagemaker.core.shapes import ContainerDefinition
 
-    if _exists(lambda: Model.get(model_name=name, **_sdk(settings))) is None:
+    if unless_gone(lambda: Model.get(model_name=name, **_sdk(settings))) is None:
         role = resolve_execution_role(settings, state)
         container = ContainerDefinition(image=spec.image_uri, environment=spec.env, **container_model_data(spec.model_data_url))
         retry_while_role_propagates(
@@ -179,7 +171,7 @@ def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, setti
         ProductionVariantRoutingConfig,
     )
 
-    if _exists(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
+    if unless_gone(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
         extra: dict[str, Any] = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
         if spec.download_timeout_s:
             extra["model_data_download_timeout_in_seconds"] = spec.download_timeout_s
@@ -217,7 +209,7 @@ def settle_endpoint(name: str, settings: Settings, *, timeout_s: float = 3600, l
     start = time.monotonic()
     deleted = False
     while True:
-        desc = _exists(lambda: sm.describe_endpoint(EndpointName=name))
+        desc = unless_gone(lambda: sm.describe_endpoint(EndpointName=name))
         status = desc and desc["EndpointStatus"]
         if desc is None:
             return None
@@ -250,7 +242,7 @@ def _keep_autoscaling(name: str, old_config: str, new_config: str, settings: Set
     log(f"endpoint {name}: autoscaling deregistered to change the instance type {types[0]} -> {types[1]} "
         "(SageMaker refuses that on an autoscaled variant); notebook 04 registers it again")
     aas.deregister_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource,
-                                   ScalableDimension="sagemaker:variant:DesiredInstanceCount")
+                                   ScalableDimension=SCALABLE_DIMENSION)
     return False
 
 

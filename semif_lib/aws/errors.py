@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import SemifError
 
@@ -29,6 +29,7 @@ __all__ = [
     "error_code",
     "error_message",
     "is_not_found",
+    "unless_gone",
     "quota_error",
     "translate_aws_error",
 ]
@@ -85,6 +86,16 @@ def is_not_found(exc: BaseException) -> bool:
     if code in not_found_codes:
         return True
     return code == "ValidationException" and ("could not find" in message or "does not exist" in message or "not found" in message)
+
+
+def unless_gone(call: Callable[[], Any]) -> Any | None:
+    """What `call` (a describe or get) returns, or None when AWS says the resource does not exist."""
+    try:
+        return call()
+    except Exception as exc:
+        if is_not_found(exc):
+            return None
+        raise
 
 
 CREDENTIAL_ERRORS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "TokenRetrievalError",

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..registry import KeptResource
 from ..settings import Settings
 from .clients import make_client
-from .errors import DENIED_CODES, error_code, is_not_found
+from .errors import DENIED_CODES, error_code, is_not_found, unless_gone
 
 __all__ = ["DELETERS", "delete_resource", "describe_still_billing"]
 
@@ -77,12 +77,8 @@ TRANSFORM_RUNNING = ("InProgress", "Stopping")
 
 
 def _transform_status(sm: Any, name: str) -> str | None:
-    try:
-        return str(sm.describe_transform_job(TransformJobName=name)["TransformJobStatus"])
-    except Exception as exc:
-        if is_not_found(exc):
-            return None
-        raise
+    desc = unless_gone(lambda: sm.describe_transform_job(TransformJobName=name))
+    return desc and str(desc["TransformJobStatus"])
 
 
 def delete_transform_job(entry: dict[str, Any], settings: Settings) -> bool:
@@ -197,16 +193,6 @@ DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
 }
 
 
-def _left(call: Callable[[], Any]) -> Any | None:
-    """What a describe call returns, or None when the resource is gone."""
-    try:
-        return call()
-    except Exception as exc:
-        if is_not_found(exc) or error_code(exc) in ("ValidationException", "RepositoryNotFoundException"):
-            return None
-        raise
-
-
 def describe_still_billing(entry: dict[str, Any], settings: Settings) -> str | None:
     """After cleanup, a describe call per recorded resource that costs money while it exists: what is left and what it
     bills, or None when it is gone (a transform job that has stopped counts as gone: it is history, not an instance).
@@ -222,16 +208,16 @@ def describe_still_billing(entry: dict[str, Any], settings: Settings) -> str | N
 def _still_billing(entry: dict[str, Any], settings: Settings) -> str | None:
     kind, name = entry["kind"], entry["name"]
     if kind == "sagemaker_endpoint":
-        desc = _left(lambda: _client("sagemaker", settings).describe_endpoint(EndpointName=name))
+        desc = unless_gone(lambda: _client("sagemaker", settings).describe_endpoint(EndpointName=name))
         return desc and f"endpoint {name} is {desc['EndpointStatus']}: its instances bill every hour until it is deleted"
     if kind == "transform_job":
         status = _transform_status(_client("sagemaker", settings), name)
         return f"transform job {name} is {status}: its instances bill until it stops" if status in TRANSFORM_RUNNING else None
     if kind == "ecr_repository":
-        desc = _left(lambda: _client("ecr", settings).describe_repositories(repositoryNames=[name]))
+        desc = unless_gone(lambda: _client("ecr", settings).describe_repositories(repositoryNames=[name]))
         return desc and f"ECR repository {name}: its images bill as storage (cents a month)"
     if kind == "s3_object":
-        desc = _left(lambda: _client("s3", settings).head_object(Bucket=entry["bucket"], Key=entry["key"]))
+        desc = unless_gone(lambda: _client("s3", settings).head_object(Bucket=entry["bucket"], Key=entry["key"]))
         return desc and f"{name}: {desc.get('ContentLength', 0) / 1e6:.1f} MB of S3 storage (cents a month)"
     if kind == "cloudwatch_alarm":
         alarms = _client("cloudwatch", settings).describe_alarms(AlarmNames=[name]).get("MetricAlarms")

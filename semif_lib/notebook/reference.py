@@ -68,8 +68,8 @@ def tabulate_tokens(responses: Mapping[str, Mapping[str, Any]]) -> "Any":
     rows = []
     for name, response in responses.items():
         timing, usage = response["x_timing"], response["usage"]
-        prefix, suffixes = int(timing["prefix_tokens"]), timing.get("suffix_tokens") or {}
-        questions, suffix_sum = len(response["answers"]), sum(suffixes.values()) if isinstance(suffixes, dict) else int(suffixes)
+        prefix, suffix_sum = int(timing["prefix_tokens"]), sum(timing["suffix_tokens"].values())  # per question
+        questions = len(response["answers"])
         calls, cached = int(response.get("x_calls", 1)), int(usage.get("x_cached_tokens", 0))
         predicted = (questions if calls > 1 else 1) * prefix + suffix_sum - cached
         formula = (f"Q x P + sum(S) = {questions} x {prefix} + {suffix_sum}" if calls > 1 else

@@ -90,8 +90,7 @@ class AwsTarget:
         with aws_errors("invoke_decision_async"):
             return asyncinference.invoke_async(endpoint, body, settings=self.settings, state=state, wait=wait)
 
-    def enable_async_autoscaling(self, state: WorkshopState, max_instances: int) -> dict[str, Any]:
-        endpoint = state.require("async_decision_endpoint", "workshop.deploy_async_decision_model")
+    def enable_async_autoscaling(self, state: WorkshopState, endpoint: str, max_instances: int) -> dict[str, Any]:
         with aws_errors("enable_async_autoscaling (04, asynchronous inference)"):
             return asyncinference.enable_async_autoscaling(endpoint, max_instances=max_instances, settings=self.settings, state=state)
 

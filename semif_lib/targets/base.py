@@ -62,8 +62,8 @@ class Target(Protocol):
     def invoke_decision_async(self, state: WorkshopState, endpoint: str, body: bytes, wait: bool) -> dict[str, Any]:
         """One decision request queued on the async endpoint: its answer, or (without `wait`) where it will be."""
 
-    def enable_async_autoscaling(self, state: WorkshopState, max_instances: int) -> dict[str, Any] | None:
-        """Scale-to-zero autoscaling on the async endpoint, or None where there is nothing to scale."""
+    def enable_async_autoscaling(self, state: WorkshopState, endpoint: str, max_instances: int) -> dict[str, Any] | None:
+        """Scale-to-zero autoscaling on async endpoint `endpoint`, or None where there is nothing to scale."""
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         """One chat completion (`body`, already encoded) from the text endpoint."""

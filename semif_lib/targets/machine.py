@@ -70,13 +70,13 @@ def check_port_free(kind: str, url: str, what: str) -> None:
 
 def _post(url: str, body: bytes, content_type: str, accept: str = "application/json", timeout: float = 300.0,
           headers: Mapping[str, str] | None = None, answer: dict[str, str] | None = None) -> bytes:
-    """POST `body`; `answer`, when given, receives the response's headers."""
+    """POST `body`; `answer`, when given, receives the response's headers, names in lower case."""
     req = urllib.request.Request(url, data=body, method="POST",
                                  headers={"Content-Type": content_type, "Accept": accept, **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             if answer is not None:
-                answer.update(resp.headers.items())
+                answer.update((name.lower(), value) for name, value in resp.headers.items())
             return resp.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")
@@ -134,12 +134,12 @@ class MachineTarget:
         """SageMaker's router is not here: the header it would add is what opens and names the session."""
         answer: dict[str, str] = {}
         _post(f"{endpoint}/invocations", SESSION_BODIES["open"], "application/json", answer=answer)
-        return read_new_session(next((v for k, v in answer.items() if k.lower() == NEW_SESSION_HEADER.lower()), None))
+        return read_new_session(answer.get(NEW_SESSION_HEADER.lower()))
 
     def close_session(self, endpoint: str, session: str) -> str:
         answer: dict[str, str] = {}
         _post(f"{endpoint}/invocations", SESSION_BODIES["close"], "application/json", headers={SESSION_HEADER: session}, answer=answer)
-        return next((v for k, v in answer.items() if k.lower() == CLOSED_SESSION_HEADER.lower()), session)
+        return answer.get(CLOSED_SESSION_HEADER.lower(), session)
 
     def chat(self, endpoint: str, body: bytes) -> dict[str, Any]:
         return json.loads(_post(f"{endpoint}/invocations", body, "application/json"))
@@ -170,5 +170,5 @@ class MachineTarget:
     def invoke_decision_async(self, state: WorkshopState, endpoint: str, body: bytes, wait: bool) -> dict[str, Any]:
         return self.invoke_decision(endpoint, body, None)
 
-    def enable_async_autoscaling(self, state: WorkshopState, max_instances: int) -> None:
+    def enable_async_autoscaling(self, state: WorkshopState, endpoint: str, max_instances: int) -> None:
         return None

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 from ...contract import CLOSE_SESSION, NEW_SESSION, NEW_SESSION_HEADER, SESSION_HEADER
 from ...errors import InvalidRequestError
 from ...prices import INSTANCE_VCPUS, PRICE_SOURCES, PRICES, PRICES_AS_OF
+from ...settings import Settings
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 from .harness import BenchmarkError, percentile, rounded, running_serve, server_env
 from .router import EndpointRouter
@@ -230,7 +231,7 @@ def command_scale(args: Any) -> int:
     doc = run_scale(states=args.states, questions=args.questions, instances=args.instances, clients=args.clients,
                     threads=args.threads, quick=args.quick, port=args.port)
     flags = " ".join(sys.argv[3:]) if sys.argv[1:3] == ["bench", "scale"] else ""
-    doc = {"command": f"semif bench scale {flags}".strip(), "machine": describe_machine(_Threads(args.threads)),
+    doc = {"command": f"semif bench scale {flags}".strip(), "machine": describe_machine(Settings(threads=args.threads)),
            "quick_states": QUICK_STATES if args.quick else None, **doc}
     output = args.output or RESULTS_DIR / "bench" / ("scale-quick.json" if args.quick else "scale.json")
     write_result(doc, output)
@@ -238,10 +239,3 @@ def command_scale(args: Any) -> int:
     print(format_scale(doc))
     print(f"\nwrote {output} and {output.with_suffix('.png')}", file=sys.stderr)
     return 0
-
-
-class _Threads:
-    """What `describe_machine` reads from settings, for a benchmark whose engines run in other processes."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads, self.flash_attn, self.n_ubatch = threads, "auto", None
