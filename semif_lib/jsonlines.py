@@ -26,6 +26,7 @@ __all__ = [
     "dump_records",
     "error_record",
     "iter_records",
+    "parse_records",
     "read_lines",
     "read_records",
     "record_id",
@@ -67,12 +68,17 @@ def read_lines(path: Path | str) -> list[tuple[int, str]]:
 
 def read_records(path: Path | str) -> list[Any]:
     """Every record of a JSON Lines file, parsed; a bad line is an `InvalidRequestError` naming the file and line."""
+    return parse_records(read_lines(path), str(path))
+
+
+def parse_records(lines: Iterable[tuple[int, str]], where: str) -> list[Any]:
+    """Every numbered line parsed (`split_lines`' output); a bad line is an `InvalidRequestError` naming `where` and the line."""
     records = []
-    for number, line in read_lines(path):
+    for number, line in lines:
         try:
             records.append(json.loads(line))
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long integers, deep nesting
-            raise InvalidRequestError(f"{path}:{number}: not valid JSON ({getattr(exc, 'msg', None) or type(exc).__name__})",
+            raise InvalidRequestError(f"{where}:{number}: not valid JSON ({getattr(exc, 'msg', None) or type(exc).__name__})",
                                       field="input") from None
     return records
 

@@ -177,10 +177,9 @@ def stream_chat(messages: Sequence[Mapping[str, Any]] | str, settings: Settings 
 
 def score_jsonlines(path: Path | str, settings: Settings | None = None, state: WorkshopState | None = None,
                     wait: bool = True) -> list[dict[str, Any]] | str:
-    """Score a JSON Lines file of requests: Batch Transform on AWS, one JSON Lines POST locally.
-
-    Locally returns the response records; on AWS returns the S3 URI of the output (or the job
-    name when `wait=False`).
+    """Score a JSON Lines file of requests: Batch Transform on AWS (its request printed, its output read back from S3),
+    one JSON Lines POST locally (the transform's request printed as the plan). Returns the response records, one per
+    line, in order; on AWS with `wait=False`, the transform job's name.
     """
     settings, state = settings_and_state(settings, state)
     body = Path(path).read_bytes()
@@ -189,7 +188,8 @@ def score_jsonlines(path: Path | str, settings: Settings | None = None, state: W
 
 def enable_autoscaling(min_instances: int = 1, max_instances: int = 2, invocations_per_instance: float = 60.0,
                        settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any] | None:
-    """Target-tracking autoscaling on the decision endpoint (AWS only; local mode returns None)."""
+    """Target-tracking autoscaling on the decision endpoint, its two requests printed (AWS only: on this machine the
+    requests are printed as the plan, and None returned)."""
     settings, state = settings_and_state(settings, state)
     return select_target(settings).enable_autoscaling(state, min_instances, max_instances, invocations_per_instance)
 

@@ -254,6 +254,9 @@ def test_notebook_runs_locally(name, local_env, request):
     text = _outputs_text(nb)
     if name.startswith("02"):
         assert "target=local" in text
+    plans = {"02": ("deploy_text_model",), "04": ("deploy_decision_model", "score_jsonlines", "enable_autoscaling")}
+    for step in plans.get(name[:2], ()):  # what the step would send on AWS, every field, printed as a plan
+        assert f"target=local: on AWS, {step}" in text, step
     if name.startswith("99"):
         assert not Path(local_env["SEMIF_STATE_FILE"]).exists(), "cleanup keeps the state file only when something failed"
 
@@ -410,6 +413,22 @@ def _leftovers(env: dict[str, str]) -> list[str]:
     return left
 
 
+def _check_printed_requests(env: dict[str, str], texts: dict[str, str]) -> None:
+    """02 and 04 print CreateModel and CreateEndpointConfig as they send them: what SageMaker (moto) recorded is what
+    they printed, and 04 printed the transform job's and autoscaling's requests too."""
+    from test_apicalls import _printed
+
+    sm = _admin_client(env, "sagemaker")
+    for name in (WALK[1], WALK[3]):
+        printed = _printed(texts[name])
+        model = sm.describe_model(ModelName=printed["CreateModel"]["ModelName"])
+        assert {k: model[k] for k in ("PrimaryContainer", "ExecutionRoleArn")} == \
+            {k: printed["CreateModel"][k] for k in ("PrimaryContainer", "ExecutionRoleArn")}, name
+        config = sm.describe_endpoint_config(EndpointConfigName=printed["CreateEndpointConfig"]["EndpointConfigName"])
+        assert config["ProductionVariants"][0]["ModelName"] == printed["CreateModel"]["ModelName"], name
+    assert {"CreateTransformJob", "RegisterScalableTarget", "PutScalingPolicy"} <= set(_printed(texts[WALK[3]]))
+
+
 def _kernel_setup(identity_file: Path) -> str:
     """Injected after each notebook's parameters: moto's `{}` members stripped as AWS omits them, and the identity's
     policies decided on every call (support/aws_identity.py)."""
@@ -481,6 +500,7 @@ def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
         fresh_calls = _queue_walk_results(env, name) or fresh_calls
         if name.startswith("99"):
             created = _leftovers(env)
+            _check_printed_requests(env, texts)
             for purpose in ("sagemaker", "codebuild"):
                 role = _admin_client(env, "iam").get_role(RoleName=f"semif-{purpose}-{RUN_ID}")["Role"]
                 assert role["Path"] == "/semif-workshop/" and role["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary, role
@@ -489,7 +509,8 @@ def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
     assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in texts[WALK[0]]
     assert "Logits give probabilities" in texts[WALK[1]]
-    assert "billing" in texts[WALK[3]] and "s3://" in texts[WALK[3]]
+    assert "billing" in texts[WALK[3]] and "transform output: s3://" in texts[WALK[3]]
+    assert "ticket-refund" in texts[WALK[3]], "04 tabulates the records the transform job wrote"
     assert f"fresh: {fresh_calls} calls of one question" in texts[WALK[4]]
 
     decisions = read_decisions(identity_file)

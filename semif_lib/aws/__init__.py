@@ -5,9 +5,9 @@ line), `waits` (role propagation, status polls), `dlc` (the llama.cpp DLC's regi
 wing's door to the run registry, `semif_lib.registry`, which records the region), `permissions` (the IAM actions
 each step needs), `preflight` (whether the caller has them, before anything is created), `quotas` (the account
 quotas a run holds at its peak), `packaging` (model.tar.gz to S3), `iamroles`, `deployment` (endpoints created
-and awaited), `invocations` (a deployed endpoint called), `asyncinference` (the decision image behind SageMaker's
-queue, answers in S3, scale to zero), `imagebuild` (CodeBuild to ECR), `scaling` (Batch
-Transform, autoscaling) and `teardown` (a deleter per recorded AWS resource kind; the processes and containers
+and awaited; each request printed as it is sent, built by `apicalls`), `invocations` (a deployed endpoint called),
+`asyncinference` (the decision image behind SageMaker's queue, answers in S3, scale to zero), `imagebuild` (CodeBuild
+to ECR), `scaling` (Batch Transform, autoscaling) and `teardown` (a deleter per recorded AWS resource kind; the processes and containers
 on this machine are stopped by the targets that started them, `semif_lib.targets`).
 
 Doors: this wing never imports the decision wing or llama_cpp (a notebook in Studio can run it

@@ -7,7 +7,8 @@
 - `deploy_endpoint(...)`: model -> endpoint config (with a startup health-check timeout) -> endpoint,
   through the SageMaker SDK's v3 resources (`sagemaker.core.resources.Model`, `EndpointConfig`,
   `Endpoint`), tagged and recorded in the workshop state; `wait_for_endpoint` shows progress and
-  fails when an update rolls back.
+  fails when an update rolls back. Each request is printed as it is sent, with every field (`apicalls`);
+  `plan_text_endpoint` and `plan_decision_endpoint` give the same requests without calling AWS.
 
 Calling a deployed endpoint is `invocations`'s. The text endpoint's llama-server defaults are the same for
 every target (`semif_lib.invocation.text_settings`); SageMaker's limits on a container's Environment map
@@ -27,12 +28,22 @@ from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
 from ..model.package import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
+from .apicalls import (
+    PLACEHOLDER_ROLE,
+    ApiCall,
+    EndpointSpec,
+    endpoint_call,
+    endpoint_config_call,
+    model_call,
+    update_endpoint_call,
+)
 from .clients import get_region, make_client, make_session
-from .dlc import GPU_INFERENCE_AMI, pin_dlc_image
+from .dlc import GPU_INFERENCE_AMI, pin_dlc_image, resolve_dlc_image_uri
 from .errors import ResourceFailedError, unless_gone
 from .iamroles import resolve_execution_role
+from .packaging import plan_model_data_url
 from .runrecord import settings_and_state
-from .scaling import SCALABLE_DIMENSION
+from .scaling import SCALABLE_DIMENSION, variant_resource
 from .waits import poll_status, retry_while_role_propagates
 
 __all__ = [
@@ -43,6 +54,9 @@ __all__ = [
     "ensure_endpoint",
     "ensure_endpoint_config",
     "ensure_model",
+    "plan_decision_endpoint",
+    "plan_endpoint",
+    "plan_text_endpoint",
     "settle_endpoint",
     "validate_container_env",
     "wait_for_endpoint",
@@ -83,35 +97,15 @@ def _sdk(settings: Settings) -> dict[str, Any]:
     return {"session": make_session(settings), "region": get_region(settings)}
 
 
-def _sdk_tags(state: WorkshopState) -> list[Any]:
-    from sagemaker.core.shapes import Tag
-
-    return [Tag(key=t["Key"], value=t["Value"]) for t in state.tags()]
-
-
-@dataclass(frozen=True)
-class EndpointSpec:
-    """What defines an endpoint's model and config; its hash names both, so a change makes new ones."""
-
-    image_uri: str
-    model_data_url: str  # ending in "/": an S3 prefix of uncompressed model data (see `container_model_data`)
-    env: dict[str, str]
-    instance_type: str
-    instance_count: int
-    startup_timeout_s: int
-    gpu: bool
-    download_timeout_s: int | None = None
-    volume_size_gb: int | None = None
-    routing_strategy: str | None = None  # None: SageMaker's default (RANDOM), and no RoutingConfig sent
-    async_config: dict[str, Any] | None = None  # AsyncInferenceConfig (`asyncinference`): the endpoint queues its requests
-
-    def digest(self) -> str:
-        gpu = [GPU_INFERENCE_AMI] if self.gpu else []  # a new GPU AMI makes a new config
-        big = [self.download_timeout_s, self.volume_size_gb] if self.download_timeout_s or self.volume_size_gb else []
-        routing = [self.routing_strategy] if self.routing_strategy else []  # unset keeps the names endpoints already have
-        queued = [self.async_config] if self.async_config else []
-        return _content_hash(self.image_uri, self.model_data_url, self.env, self.instance_type, self.instance_count,
-                             self.startup_timeout_s, *gpu, *big, *routing, *queued)
+def digest_spec(spec: EndpointSpec) -> str:
+    """The hash that names an endpoint's model and config: fields that are unset stay out of it, so the names
+    endpoints already have are kept when a field is added."""
+    gpu = [GPU_INFERENCE_AMI] if spec.gpu else []  # a new GPU AMI makes a new config
+    big = [spec.download_timeout_s, spec.volume_size_gb] if spec.download_timeout_s or spec.volume_size_gb else []
+    routing = [spec.routing_strategy] if spec.routing_strategy else []
+    queued = [spec.async_config] if spec.async_config else []
+    return _content_hash(spec.image_uri, spec.model_data_url, spec.env, spec.instance_type, spec.instance_count,
+                         spec.startup_timeout_s, *gpu, *big, *routing, *queued)
 
 
 def accepts_volume_size(instance_type: str) -> bool:
@@ -131,67 +125,29 @@ def plan_endpoint_hosting(state: WorkshopState, settings: Settings, instance_typ
                         accepts_volume=accepts_volume_size(instance_type))
 
 
-def container_model_data(model_data_url: str) -> dict[str, Any]:
-    """The container's model data: a tarball is ModelDataUrl (SageMaker unpacks it into /opt/ml/model); a URL ending in "/" is
-    an S3 prefix of uncompressed files, S3ModelDataSource with CompressionType None (copied as they are; AWS: "A valid key
-    name prefix identified by S3Uri always ends with a forward slash"). No ModelAccessConfig: that accepts a JumpStart EULA."""
-    if is_model_data_prefix(model_data_url):
-        from sagemaker.core.shapes import ModelDataSource, S3ModelDataSource
-
-        return {"model_data_source": ModelDataSource(s3_data_source=S3ModelDataSource(
-            s3_uri=model_data_url, s3_data_type="S3Prefix", compression_type="None"))}
-    return {"model_data_url": model_data_url}
-
-
-def ensure_model(name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
-    """SageMaker model `name` (sagemaker-core `Model`), created unless it exists; retried while a new role propagates."""
+def ensure_model(call: ApiCall, settings: Settings, log: Callable[[str], None] = print) -> str:
+    """The model `call` creates (sagemaker-core `Model`), created unless it exists; retried while a new role propagates."""
     from sagemaker.core.resources import Model
-    from sagemaker.core.shapes import ContainerDefinition
 
+    name = call.request["ModelName"]
     if unless_gone(lambda: Model.get(model_name=name, **_sdk(settings))) is None:
-        role = resolve_execution_role(settings, state)
-        container = ContainerDefinition(image=spec.image_uri, environment=spec.env, **container_model_data(spec.model_data_url))
-        retry_while_role_propagates(
-            lambda: Model.create(model_name=name, primary_container=container, execution_role_arn=role,
-                                 tags=_sdk_tags(state), **_sdk(settings)), f"model {name}")
-    state.record("sagemaker_model", name)
+        log(str(call))
+        retry_while_role_propagates(lambda: Model.create(**call.as_sdk_arguments(), **_sdk(settings)), f"model {name}")
+    else:
+        log(f"model {name} exists: CreateModel not sent")
     return name
 
 
-def ensure_endpoint_config(name: str, model_name: str, spec: EndpointSpec, settings: Settings, state: WorkshopState) -> str:
-    """Endpoint config `name` (sagemaker-core `EndpointConfig`): one variant, startup health-check timeout,
-    on a GPU the AL2023 inference AMI whose driver matches the DLC's CUDA 13, the spec's routing strategy, and its
-    AsyncInferenceConfig when it queues."""
+def ensure_endpoint_config(call: ApiCall, settings: Settings, log: Callable[[str], None] = print) -> str:
+    """The endpoint config `call` creates (sagemaker-core `EndpointConfig`), created unless it exists."""
     from sagemaker.core.resources import EndpointConfig
-    from sagemaker.core.shapes import (
-        AsyncInferenceClientConfig,
-        AsyncInferenceConfig,
-        AsyncInferenceOutputConfig,
-        ProductionVariant,
-        ProductionVariantRoutingConfig,
-    )
 
+    name = call.request["EndpointConfigName"]
     if unless_gone(lambda: EndpointConfig.get(endpoint_config_name=name, **_sdk(settings))) is None:
-        extra: dict[str, Any] = {"inference_ami_version": GPU_INFERENCE_AMI} if spec.gpu else {}
-        if spec.download_timeout_s:
-            extra["model_data_download_timeout_in_seconds"] = spec.download_timeout_s
-        if spec.volume_size_gb:
-            extra["volume_size_in_gb"] = spec.volume_size_gb
-        if spec.routing_strategy:
-            extra["routing_config"] = ProductionVariantRoutingConfig(routing_strategy=spec.routing_strategy)
-        variant = ProductionVariant(variant_name="AllTraffic", model_name=model_name, instance_type=spec.instance_type,
-                                    initial_instance_count=spec.instance_count, initial_variant_weight=1.0,
-                                    container_startup_health_check_timeout_in_seconds=spec.startup_timeout_s, **extra)
-        queued: dict[str, Any] = {}
-        if spec.async_config:
-            out, client = spec.async_config["OutputConfig"], spec.async_config["ClientConfig"]
-            queued["async_inference_config"] = AsyncInferenceConfig(
-                output_config=AsyncInferenceOutputConfig(s3_output_path=out["S3OutputPath"], s3_failure_path=out["S3FailurePath"]),
-                client_config=AsyncInferenceClientConfig(
-                    max_concurrent_invocations_per_instance=client["MaxConcurrentInvocationsPerInstance"]))
-        EndpointConfig.create(endpoint_config_name=name, production_variants=[variant], tags=_sdk_tags(state), **queued,
-                              **_sdk(settings))
-    state.record("sagemaker_endpoint_config", name)
+        log(str(call))
+        EndpointConfig.create(**call.as_sdk_arguments(), **_sdk(settings))
+    else:
+        log(f"endpoint config {name} exists: CreateEndpointConfig not sent")
     return name
 
 
@@ -231,7 +187,7 @@ def _keep_autoscaling(name: str, old_config: str, new_config: str, settings: Set
     count (`RetainAllVariantProperties`; without it the count resets to the config's). SageMaker refuses to
     change an autoscaled variant's instance type, so then the scalable target is deregistered first."""
     aas = make_client("application-autoscaling", settings)
-    resource = f"endpoint/{name}/variant/{variant}"
+    resource = variant_resource(name, variant)
     targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[resource])["ScalableTargets"]
     if not targets:
         return False
@@ -246,49 +202,87 @@ def _keep_autoscaling(name: str, old_config: str, new_config: str, settings: Set
     return False
 
 
-def ensure_endpoint(name: str, config_name: str, settings: Settings, state: WorkshopState) -> str:
+def ensure_endpoint(name: str, config_name: str, settings: Settings, state: WorkshopState,
+                    log: Callable[[str], None] = print) -> str:
     """Endpoint `name` (sagemaker-core `Endpoint`) on `config_name`: created, updated in place, or left alone;
     a Failed one is deleted and created again, a Creating/Updating one is waited out before its update."""
     from sagemaker.core.resources import Endpoint
 
-    current = settle_endpoint(name, settings)
+    current = settle_endpoint(name, settings, log=log)
     if current is None:
-        Endpoint.create(endpoint_name=name, endpoint_config_name=config_name, tags=_sdk_tags(state), **_sdk(settings))
+        call = endpoint_call(name, config_name, state.tags())
+        log(str(call))
+        Endpoint.create(**call.as_sdk_arguments(), **_sdk(settings))
     elif current["EndpointConfigName"] != config_name:
+        retain = _keep_autoscaling(name, current["EndpointConfigName"], config_name, settings, log=log)
+        log(str(update_endpoint_call(name, config_name, retain)))
         endpoint = Endpoint.get(endpoint_name=name, **_sdk(settings))
         endpoint.endpoint_config_name = config_name
-        endpoint.update(retain_all_variant_properties=_keep_autoscaling(name, current["EndpointConfigName"], config_name, settings))
+        endpoint.update(retain_all_variant_properties=retain)
+    else:
+        log(f"endpoint {name} already serves {config_name}: nothing sent")
     state.record("sagemaker_endpoint", name, region=state.region)
     return name
+
+
+@dataclass(frozen=True)
+class EndpointPlan:
+    """What a deploy step sends: the endpoint's name and the model and config requests (named by the spec's hash)."""
+
+    endpoint: str
+    spec: EndpointSpec
+    model: ApiCall
+    config: ApiCall
+
+    def calls(self) -> list[ApiCall]:
+        """The three requests of a first deploy (a redeploy with a new spec sends UpdateEndpoint instead of CreateEndpoint)."""
+        return [self.model, self.config, endpoint_call(self.endpoint, self.config.request["EndpointConfigName"],
+                                                       self.model.request["Tags"])]
+
+
+def plan_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *, settings: Settings,
+                  state: WorkshopState, role: str, instance_type: str | None = None, instance_count: int = 1,
+                  routing_strategy: str | None = None, async_config: dict[str, Any] | None = None,
+                  log: Callable[[str], None] = print) -> EndpointPlan:
+    """The model, endpoint config and endpoint `semif-<purpose>-<run id>` a deploy sends, without calling AWS; the
+    model and config names carry the hash of what defines them."""
+    instance_type = instance_type or {"cuda": settings.gpu_instance_type, "arm64": settings.arm_instance_type}.get(
+        settings.dlc_variant, settings.instance_type)
+    hosting = plan_endpoint_hosting(state, settings, instance_type)  # volume and timeouts grow with the model
+    for note in hosting.notes:
+        log(f"{purpose} endpoint: {note}")
+    spec = EndpointSpec(image_uri, model_data_url, validate_container_env(env), instance_type, instance_count,
+                        hosting.startup_timeout_s, settings.dlc_variant == "cuda", hosting.download_timeout_s,
+                        hosting.volume_size_gb, routing_strategy, async_config)
+    endpoint = state.name(purpose)
+    name = f"{endpoint}-{digest_spec(spec)}"
+    tags = state.tags()
+    return EndpointPlan(endpoint, spec, model_call(name, spec, role, tags), endpoint_config_call(name, name, spec, tags))
 
 
 def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
                     settings: Settings | None = None, state: WorkshopState | None = None,
                     instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
-                    progress: bool = True, routing_strategy: str | None = None, async_config: dict[str, Any] | None = None) -> str:
-    """Create (or reuse) model, endpoint config and endpoint `semif-<purpose>-<run id>`; return its name.
+                    progress: bool = True, routing_strategy: str | None = None, async_config: dict[str, Any] | None = None,
+                    log: Callable[[str], None] = print) -> str:
+    """Create (or reuse) model, endpoint config and endpoint `semif-<purpose>-<run id>`, printing each request it
+    sends with every field; return the endpoint's name.
 
-    Model and config names carry a hash of what defines them, so a redeploy with another image,
-    model or environment creates new ones and updates the endpoint in place; an unchanged
-    redeploy does nothing. The wait fails when an update rolls back (see `wait_for_endpoint`).
+    A redeploy with another image, model or environment creates a new model and config and updates the endpoint
+    in place; an unchanged redeploy sends nothing. The wait fails when an update rolls back (see `wait_for_endpoint`).
     """
     settings, state = settings_and_state(settings, state)
-    instance_type = instance_type or {"cuda": settings.gpu_instance_type, "arm64": settings.arm_instance_type}.get(
-        settings.dlc_variant, settings.instance_type)
-    plan = plan_endpoint_hosting(state, settings, instance_type)  # volume and timeouts grow with the model
-    for note in plan.notes:
-        print(f"{purpose} endpoint: {note}")
-    spec = EndpointSpec(image_uri, model_data_url, validate_container_env(env), instance_type, instance_count,
-                        plan.startup_timeout_s, settings.dlc_variant == "cuda", plan.download_timeout_s, plan.volume_size_gb,
-                        routing_strategy, async_config)
-    endpoint = state.name(purpose)
-    name = f"{endpoint}-{spec.digest()}"
-    ensure_model(name, spec, settings, state)
-    ensure_endpoint_config(name, name, spec, settings, state)
-    ensure_endpoint(endpoint, name, settings, state)
+    role = resolve_execution_role(settings, state)
+    plan = plan_endpoint(purpose, image_uri, model_data_url, env, settings=settings, state=state, role=role,
+                         instance_type=instance_type, instance_count=instance_count, routing_strategy=routing_strategy,
+                         async_config=async_config, log=log)
+    state.record("sagemaker_model", ensure_model(plan.model, settings, log))
+    state.record("sagemaker_endpoint_config", ensure_endpoint_config(plan.config, settings, log))
+    ensure_endpoint(plan.endpoint, plan.config.request["EndpointConfigName"], settings, state, log)
     if wait:
-        wait_for_endpoint(endpoint, settings=settings, progress=progress, expected_config=name)
-    return endpoint
+        wait_for_endpoint(plan.endpoint, settings=settings, progress=progress,
+                          expected_config=plan.config.request["EndpointConfigName"])
+    return plan.endpoint
 
 
 ENDPOINT_FAILED = ("Failed", "OutOfService", "UpdateRollbackFailed")
@@ -310,13 +304,17 @@ def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: fl
     return desc
 
 
+PACKAGE_STEP = "01_package_gguf_to_s3 (workshop.package_model)"
+PLACEHOLDER_IMAGE = "<account>.dkr.ecr.<region>.amazonaws.com/<the adapter image notebook 03 builds>"
+
+
 def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState | None = None,
                          llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
     """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
     settings, state = settings_and_state(settings, state)
     image = pin_dlc_image(settings, state)  # the digest the adapter is built FROM too (03)
     env = build_container_env(text_settings(settings.dlc_variant, llama_settings))
-    model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
+    model_data = state.require("model_data_url", PACKAGE_STEP)
     return deploy_endpoint("text", image, model_data, env, settings=settings, state=state, wait=wait)
 
 
@@ -324,7 +322,24 @@ def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopSt
     """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
     settings, state = settings_and_state(settings, state)
     image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
-    model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
+    model_data = state.require("model_data_url", PACKAGE_STEP)
     env = decision_env(settings.dlc_variant, settings.mode)
     return deploy_endpoint("decision", image, model_data, env, settings=settings, state=state, wait=wait,
                            routing_strategy=settings.routing_strategy)
+
+
+def plan_text_endpoint(settings: Settings, state: WorkshopState, llama_settings: Mapping[str, Any] | None = None) -> list[ApiCall]:
+    """What `deploy_text_endpoint` would send, without calling AWS: the DLC by its tag (AWS pins its digest first), and
+    placeholders for what only an account knows (the role, the account in the bucket's name)."""
+    region = settings.aws_region or "us-east-1"
+    env = build_container_env(text_settings(settings.dlc_variant, llama_settings))
+    return plan_endpoint("text", resolve_dlc_image_uri(region, settings.dlc_variant), plan_model_data_url(settings, state), env,
+                         settings=settings, state=state, role=PLACEHOLDER_ROLE, log=lambda _: None).calls()
+
+
+def plan_decision_endpoint(settings: Settings, state: WorkshopState) -> list[ApiCall]:
+    """What `deploy_decision_endpoint` would send, without calling AWS (placeholders as in `plan_text_endpoint`)."""
+    image = settings.adapter_image_uri or PLACEHOLDER_IMAGE
+    return plan_endpoint("decision", image, plan_model_data_url(settings, state), decision_env(settings.dlc_variant, settings.mode),
+                         settings=settings, state=state, role=PLACEHOLDER_ROLE, routing_strategy=settings.routing_strategy,
+                         log=lambda _: None).calls()

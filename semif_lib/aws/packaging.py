@@ -33,6 +33,9 @@ class UploadResult:
     skipped: bool  # the same sha256 was already there
 
 
+BUCKET_NAME = "semif-sagemaker-{account}-{region}"
+
+
 def default_bucket(settings: Settings) -> str:
     """`SEMIF_S3_BUCKET`, else `semif-sagemaker-<account>-<region>`.
 
@@ -40,7 +43,7 @@ def default_bucket(settings: Settings) -> str:
     (AmazonSageMakerFullAccess) may read and write objects only in buckets named `*sagemaker*`:
     with any other name notebook 01 cannot upload and the endpoint cannot read its model.
     """
-    return settings.s3_bucket or f"semif-sagemaker-{get_account_id(settings)}-{get_region(settings)}"
+    return settings.s3_bucket or BUCKET_NAME.format(account=get_account_id(settings), region=get_region(settings))
 
 
 def bucket_region(s3: Any, bucket: str) -> str | None:
@@ -142,6 +145,27 @@ def upload_file(path: Path, bucket: str, key: str, settings: Settings, metadata:
         bar.close()
 
 
+def model_folder(prefix: str, sha256: str) -> str:
+    """Where a model's data lives in the bucket: by its GGUF's sha256, so a second upload of it is recognised."""
+    return f"{prefix}/models/{sha256[:12]}"
+
+
+def plan_bucket(settings: Settings) -> str:
+    """`default_bucket` without calling AWS: the account, which only AWS knows, as a placeholder."""
+    return settings.s3_bucket or BUCKET_NAME.format(account="<account>", region=settings.aws_region or "<region>")
+
+
+def plan_model_data_url(settings: Settings, state: WorkshopState) -> str:
+    """The model data URL a run on AWS would use, without calling AWS: the recorded one once uploaded, else the
+    bucket and key `upload_model` would choose, with the account (which only AWS knows) as a placeholder."""
+    recorded = state.get("model_data_url") or ""
+    if recorded.startswith("s3://"):
+        return recorded
+    package = state.get("model_package") or {}
+    folder = model_folder(state.prefix(settings), package.get("sha256") or "<gguf sha256>")
+    return f"s3://{plan_bucket(settings)}/{folder}/" + ("model.tar.gz" if package.get("tarball") or not package else "files/")
+
+
 def upload_model(package: ModelPackage, bucket: str | None = None, key: str | None = None,
                  settings: Settings | None = None, state: WorkshopState | None = None, progress: bool = True) -> UploadResult:
     """Upload `model.tar.gz` to `s3://bucket/<prefix>/<run id>/models/<sha12>/model.tar.gz`, idempotently; without a tarball
@@ -152,7 +176,7 @@ def upload_model(package: ModelPackage, bucket: str | None = None, key: str | No
     """
     settings, state = settings_and_state(settings, state)
     bucket = bucket or ensure_bucket(settings, state)
-    folder = f"{state.prefix(settings)}/models/{package.sha256[:12]}"
+    folder = model_folder(state.prefix(settings), package.sha256)
     uploads = [(package.tarball, key or f"{folder}/model.tar.gz")] if package.tarball else \
         [(path, f"{key or folder + '/files'}/{path.name}") for path in package.files]
     skipped = True

@@ -20,6 +20,7 @@ from ..model.package import is_model_data_prefix
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
 from . import dlc
+from .apicalls import ApiCall, scalable_target_call, scaling_policy_call, transform_job_call
 from .clients import make_client
 from .dlc import GPU_TRANSFORM_AMI
 from .errors import AwsSetupError
@@ -27,7 +28,8 @@ from .packaging import ensure_bucket, upload_file
 from .runrecord import settings_and_state
 from .waits import poll_status, retry_while_role_propagates
 
-__all__ = ["create_batch_transform", "enable_autoscaling", "run_batch_transform", "transform_resources", "wait_for_transform"]
+__all__ = ["create_batch_transform", "enable_autoscaling", "plan_autoscaling", "plan_batch_transform", "read_transform_output",
+           "run_batch_transform", "transform_resources", "wait_for_transform"]
 
 JSONLINES = "application/jsonlines"
 MAX_PAYLOAD_MB = 6  # one mini-batch per POST, SageMaker's real-time payload limit (the adapter's body limit)
@@ -70,33 +72,30 @@ def transform_resources(settings: Settings, instance_type: str | None = None, in
     return resources
 
 
+def plan_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str, *, settings: Settings, state: WorkshopState,
+                         job_name: str, instance_type: str | None = None, instance_count: int = 1,
+                         max_payload_mb: int = MAX_PAYLOAD_MB, max_concurrent: int = 1,
+                         invocation_timeout_s: int = INVOCATION_TIMEOUT_S) -> ApiCall:
+    """The CreateTransformJob request (arm64, and cuda until verified, are refused here: `transform_resources`)."""
+    return transform_job_call(job_name, model_name, input_s3_uri, output_s3_uri,
+                              resources=transform_resources(settings, instance_type, instance_count),
+                              environment=deadline_environment(invocation_timeout_s), max_payload_mb=max_payload_mb,
+                              max_concurrent=max_concurrent, invocation_timeout_s=invocation_timeout_s,
+                              invocation_retries=INVOCATION_RETRIES, content_type=JSONLINES, tags=state.tags())
+
+
 def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str, *, settings: Settings | None = None,
-                           state: WorkshopState | None = None, job_name: str | None = None, instance_type: str | None = None,
-                           instance_count: int = 1, max_payload_mb: int = MAX_PAYLOAD_MB, max_concurrent: int = 1,
-                           invocation_timeout_s: int = INVOCATION_TIMEOUT_S) -> str:
-    """Start a transform job over a JSON Lines object (or prefix) in S3; returns the job name."""
+                           state: WorkshopState | None = None, job_name: str | None = None, log: Callable[[str], None] = print,
+                           **options: Any) -> str:
+    """Start a transform job over a JSON Lines object (or prefix) in S3, printing the request; returns the job name.
+    `options` are `plan_batch_transform`'s (instance type and count, payload, concurrency, invocation timeout)."""
     settings, state = settings_and_state(settings, state)
-    resources = transform_resources(settings, instance_type, instance_count)
     job_name = job_name or f"{state.name('batch')}-{time.strftime('%m%d%H%M%S')}"
+    call = plan_batch_transform(model_name, input_s3_uri, output_s3_uri, settings=settings, state=state, job_name=job_name,
+                                **options)
+    log(str(call))
     sm = make_client("sagemaker", settings)
-    retry_while_role_propagates(lambda: sm.create_transform_job(
-        TransformJobName=job_name,
-        ModelName=model_name,
-        MaxConcurrentTransforms=max_concurrent,
-        MaxPayloadInMB=max_payload_mb,
-        ModelClientConfig={"InvocationsTimeoutInSeconds": invocation_timeout_s, "InvocationsMaxRetries": INVOCATION_RETRIES},
-        Environment=deadline_environment(invocation_timeout_s),
-        BatchStrategy="MultiRecord",
-        TransformInput={
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": input_s3_uri}},
-            "ContentType": JSONLINES,
-            "SplitType": "Line",
-            "CompressionType": "None",
-        },
-        TransformOutput={"S3OutputPath": output_s3_uri, "Accept": JSONLINES, "AssembleWith": "Line"},
-        TransformResources=resources,
-        Tags=state.tags(),
-    ), f"transform job {job_name}")
+    retry_while_role_propagates(lambda: sm.create_transform_job(**call.request), f"transform job {job_name}")
     state.record("transform_job", job_name)
     return job_name
 
@@ -117,9 +116,16 @@ def _decision_model_name(state: WorkshopState) -> str:
     return models[-1]
 
 
+def batch_keys(prefix: str, stamp: str, name: str) -> tuple[str, str, str]:
+    """Where a transform's file goes in the bucket: the input's key, the output prefix the job writes under (ending in
+    "/"), and the output's key (SageMaker names it after the input, plus `.out`)."""
+    return f"{prefix}/batch/input/{stamp}/{name}", f"{prefix}/batch/output/{stamp}/", f"{prefix}/batch/output/{stamp}/{name}.out"
+
+
 def run_batch_transform(path: Path, settings: Settings | None = None, state: WorkshopState | None = None,
                         wait: bool = True, progress: bool = True) -> str:
-    """Upload a local JSON Lines file and score it with the decision model; returns the output URI (or job name)."""
+    """Upload a local JSON Lines file and score it with the decision model; returns the output URI (or, without
+    `wait`, the job name). `read_transform_output` reads the records."""
     settings, state = settings_and_state(settings, state)
     transform_resources(settings)  # refuse arm64 before anything is uploaded
     if is_model_data_prefix(state.get("model_data_url")):
@@ -129,11 +135,10 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: Wor
     bucket = ensure_bucket(settings, state)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     prefix = state.prefix(settings)
-    key = f"{prefix}/batch/input/{stamp}/{path.name}"
+    key, output_prefix, out_key = batch_keys(prefix, stamp, path.name)
     upload_file(path, bucket, key, settings, progress=False)
     state.record("s3_object", f"s3://{bucket}/{key}", bucket=bucket, key=key)
-    output = f"s3://{bucket}/{prefix}/batch/output/{stamp}/"
-    out_key = f"{prefix}/batch/output/{stamp}/{path.name}.out"
+    output = f"s3://{bucket}/{output_prefix}"
     # recorded before the job writes it, so cleanup removes it even if this kernel stops waiting
     state.record("s3_object", f"s3://{bucket}/{out_key}", bucket=bucket, key=out_key)
     job = create_batch_transform(_decision_model_name(state), f"s3://{bucket}/{key}", output, settings=settings, state=state)
@@ -146,38 +151,60 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: Wor
     return f"s3://{bucket}/{out_key}"
 
 
+def read_transform_output(output_uri: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+    """The records a transform job wrote (`<input>.out`, one JSON response per input line, in order)."""
+    from ..jsonlines import decode_utf8, parse_records, split_lines
+
+    bucket, _, key = output_uri.removeprefix("s3://").partition("/")
+    body = make_client("s3", settings or load_settings()).get_object(Bucket=bucket, Key=key)["Body"].read()
+    return parse_records(split_lines(decode_utf8(body, output_uri)), output_uri)
+
+
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 
 
+def variant_resource(endpoint: str, variant: str = "AllTraffic") -> str:
+    """Application Auto Scaling's id for an endpoint's variant."""
+    return f"endpoint/{endpoint}/variant/{variant}"
+
+
 def register_variant(endpoint: str, variant: str, min_instances: int, max_instances: int, settings: Settings,
-                     state: WorkshopState) -> tuple[Any, str, str]:
-    """The endpoint variant registered with Application Auto Scaling (and recorded for cleanup): the client, its
-    resource id and the scalable dimension, for the policies the caller puts on it."""
+                     state: WorkshopState, log: Callable[[str], None] = print) -> tuple[Any, str, str]:
+    """The endpoint variant registered with Application Auto Scaling (and recorded for cleanup), printing the request:
+    the client, its resource id and the scalable dimension, for the policies the caller puts on it."""
     aas = make_client("application-autoscaling", settings)
-    resource_id = f"endpoint/{endpoint}/variant/{variant}"
-    aas.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=SCALABLE_DIMENSION,
-                                 MinCapacity=min_instances, MaxCapacity=max_instances)
+    resource_id = variant_resource(endpoint, variant)
+    call = scalable_target_call(resource_id, SCALABLE_DIMENSION, min_instances, max_instances)
+    log(str(call))
+    aas.register_scalable_target(**call.request)
     state.record("scaling_target", resource_id, resource_id=resource_id)
     return aas, resource_id, SCALABLE_DIMENSION
 
 
-def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instances: int = 1, max_instances: int = 2,
-                       invocations_per_instance: float = 60.0, scale_in_cooldown_s: int = 300, scale_out_cooldown_s: int = 60,
-                       settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any]:
-    """Register the variant with Application Auto Scaling and track invocations per instance (per minute)."""
+SCALE_IN_COOLDOWN_S = 300
+SCALE_OUT_COOLDOWN_S = 60
+
+
+def plan_autoscaling(endpoint: str, min_instances: int, max_instances: int, invocations_per_instance: float,
+                     variant: str = "AllTraffic") -> list[ApiCall]:
+    """RegisterScalableTarget and the target-tracking PutScalingPolicy `enable_autoscaling` sends."""
     if not 1 <= min_instances <= max_instances:
         raise ValueError(f"need 1 <= min_instances ({min_instances}) <= max_instances ({max_instances})")
+    resource_id = variant_resource(endpoint, variant)
+    return [scalable_target_call(resource_id, SCALABLE_DIMENSION, min_instances, max_instances),
+            scaling_policy_call(f"{endpoint}-invocations", resource_id, SCALABLE_DIMENSION, invocations_per_instance,
+                                SCALE_IN_COOLDOWN_S, SCALE_OUT_COOLDOWN_S)]
+
+
+def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instances: int = 1, max_instances: int = 2,
+                       invocations_per_instance: float = 60.0, settings: Settings | None = None,
+                       state: WorkshopState | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Register the variant with Application Auto Scaling and track invocations per instance (per minute), printing
+    both requests (`plan_autoscaling`)."""
+    target, policy_call = plan_autoscaling(endpoint, min_instances, max_instances, invocations_per_instance, variant)
     settings, state = settings_and_state(settings, state)
-    aas, resource_id, dimension = register_variant(endpoint, variant, min_instances, max_instances, settings, state)
-    policy_name = f"{endpoint}-invocations"
-    policy = aas.put_scaling_policy(
-        PolicyName=policy_name, ServiceNamespace="sagemaker", ResourceId=resource_id, ScalableDimension=dimension,
-        PolicyType="TargetTrackingScaling",
-        TargetTrackingScalingPolicyConfiguration={
-            "TargetValue": float(invocations_per_instance),
-            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
-            "ScaleInCooldown": scale_in_cooldown_s,
-            "ScaleOutCooldown": scale_out_cooldown_s,
-        })
-    return {"resource_id": resource_id, "policy_name": policy_name, "policy_arn": policy.get("PolicyARN"),
+    aas, resource_id, _ = register_variant(endpoint, variant, min_instances, max_instances, settings, state, log)
+    log(str(policy_call))
+    policy = aas.put_scaling_policy(**policy_call.request)
+    return {"resource_id": resource_id, "policy_name": policy_call.request["PolicyName"], "policy_arn": policy.get("PolicyARN"),
             "min": min_instances, "max": max_instances, "target_invocations_per_instance": invocations_per_instance}

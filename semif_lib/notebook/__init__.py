@@ -9,7 +9,8 @@
 - `slots`: notebook 00's look inside one forward pass: the prompt's end, the answer-slot tokens, their logits and
   softmax (`read_slots`, `tabulate_slots`);
 - `kernel`: the guard every notebook opens with (`KERNEL_GUARD`, the cell's source; it cannot import this package);
-- `budget`: each notebook's minutes here and on AWS, what bills, the list prices (`format_clock`, `estimate_run_cost`);
+- `budget`: each notebook's minutes here and on AWS, what bills, the list prices (`format_clock`, `estimate_run_cost`,
+  `format_autoscaling`);
 - `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
 - `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`),
   its token arithmetic and the fork drawn to scale (`tabulate_tokens`, `draw_fork`);
@@ -23,7 +24,7 @@ matplotlib are imported inside the functions that need them.
 from __future__ import annotations
 
 from ..targets import stop_local_servers
-from .budget import estimate_run_cost, format_clock
+from .budget import estimate_run_cost, format_autoscaling, format_clock
 from .build_context import inspect_build_context
 from .data import data_path, load_workload_request, read_examples
 from .display import describe_target, find_repo_root, load_notebook_settings, show_errors_briefly, show_target
@@ -45,6 +46,7 @@ __all__ = [
     "draw_fork",
     "estimate_run_cost",
     "find_repo_root",
+    "format_autoscaling",
     "format_clock",
     "inspect_build_context",
     "load_notebook_settings",

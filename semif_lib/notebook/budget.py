@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..prices import PRICES, PRICES_AS_OF
 
-__all__ = ["CLOCKS", "LOCAL_MEASURED", "Clock", "estimate_run_cost", "format_clock"]
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+__all__ = ["CLOCKS", "LOCAL_MEASURED", "Clock", "estimate_run_cost", "format_autoscaling", "format_clock"]
 
 @dataclass(frozen=True)
 class Clock:
@@ -79,3 +83,19 @@ def estimate_run_cost() -> dict[str, object]:
     total = math.fsum(row["usd"] for row in rows)
     return {"rows": rows, "total_usd": round(total, 2), "forgotten_day_usd": round(2 * 24 * PRICES["endpoint"].usd, 2),
             "prices_as_of": PRICES_AS_OF}
+
+
+def format_autoscaling(autoscale: tuple[int, int, float] | None, settings: "Settings") -> str:
+    """What notebook 04's optional autoscaling step costs and needs: the extra instances at list price, and the endpoint
+    quota a run then holds at its peak (`aws.quotas`, which notebook 01 checks)."""
+    from ..aws.quotas import endpoint_instance_type, quota_needs
+
+    if not autoscale:
+        return "autoscaling skipped (AUTOSCALE = None): the decision endpoint stays at one instance"
+    _, most, per_minute = autoscale
+    need = quota_needs(settings, most)[0]
+    extra = most - 1
+    return (f"optional: target tracking at {per_minute:g} invocations per instance per minute adds up to {extra} more "
+            f"{endpoint_instance_type(settings)} while the load lasts, at ${PRICES['endpoint'].usd:.3f} an hour each (list price, "
+            f"{PRICES_AS_OF}); it needs the quota '{need.name}' of at least {need.peak} (notebook 01 checks it). "
+            "Set AUTOSCALE = None to skip it.")

@@ -17,7 +17,7 @@ removes a recorded resource (the target that created it, whatever the target is 
 target imports nothing heavy: boto3 and the SageMaker SDK load inside the AWS wing's functions, when a step calls AWS.
 
 Modules: `base` (the `Target` protocol), `machine` (what the two targets on this machine share), `local`,
-`container` and `aws` (one target each).
+`container` and `aws` (one target each), and `plans` (what a step on AWS would send, printed on this machine).
 """
 
 from __future__ import annotations

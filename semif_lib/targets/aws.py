@@ -102,9 +102,13 @@ class AwsTarget:
         with aws_errors("stream_chat"):
             yield from invocations.stream_chat_endpoint(endpoint, body, settings=self.settings)
 
-    def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> str:
+    def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> list[dict[str, Any]] | str:
         with aws_errors("score_jsonlines (04, Batch Transform)"):
-            return scaling.run_batch_transform(path, settings=self.settings, state=state, wait=wait)
+            output = scaling.run_batch_transform(path, settings=self.settings, state=state, wait=wait)
+            if not wait:
+                return output  # the job's name
+            print(f"transform output: {output}")
+            return scaling.read_transform_output(output, self.settings)
 
     def enable_autoscaling(self, state: WorkshopState, min_instances: int, max_instances: int,
                            invocations_per_instance: float) -> dict[str, Any]:

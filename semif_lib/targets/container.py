@@ -90,6 +90,7 @@ class ContainerTarget(MachineTarget):
     kinds: ClassVar[frozenset[str]] = frozenset({"local_container"})
 
     def deploy_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None, wait: bool) -> str:
+        self.plan_text_model(state, llama_settings)
         env = self.text_env(llama_settings)
         image = resolve_text_image(self.settings, require_container_runtime())
         url = start_local_container("text", image, self.model_dir(state), self.settings, state, env=env)
@@ -106,6 +107,7 @@ class ContainerTarget(MachineTarget):
         return tag
 
     def deploy_decision_model(self, state: WorkshopState, wait: bool) -> str:
+        self.plan_decision_model(state)
         image = state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
         if image.startswith("local:") or "amazonaws.com" in image:
             raise LocalServerError(f"the recorded adapter image {image} is not a local image: run 03_build_adapter_image "

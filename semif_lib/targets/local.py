@@ -112,6 +112,7 @@ class LocalTarget(MachineTarget):
     kinds: ClassVar[frozenset[str]] = frozenset({"local_process"})
 
     def deploy_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None, wait: bool) -> str:
+        self.plan_text_model(state, llama_settings)
         env = self.text_env(llama_settings)
         return start_local_server("text", self.model_dir(state), self.settings, state, env=env)
 
@@ -120,6 +121,7 @@ class LocalTarget(MachineTarget):
         return "local:semif-adapter"
 
     def deploy_decision_model(self, state: WorkshopState, wait: bool) -> str:
+        self.plan_decision_model(state)
         return start_local_server("decision", self.model_dir(state), self.settings, state, env=self.decision_env())
 
     def delete_resource(self, entry: dict[str, Any]) -> bool:

@@ -153,12 +153,29 @@ class MachineTarget:
 
     def score_jsonlines(self, state: WorkshopState, path: Path, body: bytes, wait: bool) -> list[dict[str, Any]]:
         endpoint = state.require("decision_endpoint", "04_deploy_decision_endpoint (workshop.deploy_decision_model)")
+        from .plans import print_transform_plan
+
+        print_transform_plan(self.name, self.settings, state, path)
         out = _post(f"{endpoint}/invocations", body, "application/jsonlines", accept="application/jsonlines")
         return [json.loads(line) for _, line in split_lines(out.decode("utf-8"))]
 
     def enable_autoscaling(self, state: WorkshopState, min_instances: int, max_instances: int,
                            invocations_per_instance: float) -> None:
+        """Nothing to scale here: the requests AWS would get are printed, and None returned."""
+        from .plans import print_autoscaling_plan
+
+        print_autoscaling_plan(self.name, state, min_instances, max_instances, invocations_per_instance)
         return None
+
+    def plan_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None) -> None:
+        from .plans import print_text_plan
+
+        print_text_plan(self.name, self.settings, state, llama_settings)
+
+    def plan_decision_model(self, state: WorkshopState) -> None:
+        from .plans import print_decision_plan
+
+        print_decision_plan(self.name, self.settings, state)
 
     def still_billing(self, entry: dict[str, Any]) -> str | None:
         return None  # nothing on this machine bills

@@ -6,7 +6,8 @@ The fixtures (`aws`, `aws_credentials`, `aws_settings`, `state`, `fake_gguf`) ar
 moto's SageMaker describe responses carry empty structures (`VpcConfig: {}`, `DataCaptureConfig: {}`)
 where AWS leaves the member out, and the SageMaker SDK's v3 resources (`sagemaker.core.resources`)
 reject them when they parse a description. `patch_sessions()` strips empty structures from every
-SageMaker response before the SDK sees it, so the SDK code path itself runs on moto.
+SageMaker response before the SDK sees it, so the SDK code path itself runs on moto, and writes a transform job's
+output when the job is created (moto runs no container), so the step that reads it back runs too.
 """
 
 from __future__ import annotations
@@ -134,9 +135,46 @@ def omit_empty_structures(parsed: Any = None, **_: Any) -> None:
         parsed.update(cleaned)
 
 
-# What every session `semif_lib.aws.clients` hands out gets, once patched: moto's `{}` members stripped, and
-# what a test adds (support.aws_identity.enforce_identity: an identity's policies decided on every call).
-SESSION_HOOKS: list[Callable[[Any], None]] = [lambda made: made.events.register("after-call.sagemaker", omit_empty_structures)]
+def transform_answer(request: Any) -> dict[str, Any]:
+    """What the adapter answers one request line with, in its shape (moto runs no container): the first option of each
+    choice at 0.6, each yes/no at 0.6."""
+    if not isinstance(request, dict):
+        return {"id": None, "detail": {"message": "not a request", "field": "body"}}
+    answers = {}
+    for qid, question in (request.get("questions") or {}).items():
+        if question.get("type") == "choice":
+            options = list(question["criteria"])
+            answers[qid] = {"type": "choice", "choice": options[0], "confidence": 0.6,
+                            "probabilities": {o: 0.6 if i == 0 else 0.4 / max(len(options) - 1, 1) for i, o in enumerate(options)}}
+        else:
+            answers[qid] = {"type": "noul", "noul": 0.6, "x_probabilities": {"true": 0.6, "false": 0.4}}
+    return {"id": request.get("id"), "model": "SmolLM2-135M-Instruct.Q4_1", "answers": answers}
+
+
+def answer_transform_jobs(made: Any) -> None:
+    """moto records a transform job and runs nothing: on each CreateTransformJob, write what the job would, one answer per
+    input line in `<S3OutputPath><input name>.out` (`transform_answer`), so the step that reads the output back runs."""
+    import json
+
+    def write(params: dict[str, Any], **_: Any) -> None:
+        source = params["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
+        bucket, _, key = source.removeprefix("s3://").partition("/")
+        out_bucket, _, out_prefix = params["TransformOutput"]["S3OutputPath"].removeprefix("s3://").partition("/")
+        s3 = made.client("s3")
+        try:
+            lines = s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode().splitlines()
+        except Exception:  # noqa: BLE001 - an input that is not there (a test's made-up URI): no output either
+            return
+        body = "".join(json.dumps(transform_answer(json.loads(line))) + "\n" for line in lines if line.strip())
+        s3.put_object(Bucket=out_bucket, Key=f"{out_prefix.rstrip('/')}/{key.rsplit('/', 1)[-1]}.out", Body=body.encode())
+
+    made.events.register("before-parameter-build.sagemaker.CreateTransformJob", write)
+
+
+# What every session `semif_lib.aws.clients` hands out gets, once patched: moto's `{}` members stripped, transform jobs
+# answered, and what a test adds (support.aws_identity.enforce_identity: an identity's policies decided on every call).
+SESSION_HOOKS: list[Callable[[Any], None]] = [lambda made: made.events.register("after-call.sagemaker", omit_empty_structures),
+                                             answer_transform_jobs]
 
 
 def patch_sessions() -> None:
