@@ -212,15 +212,28 @@ def command_workshop_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_workshop_clock(args: argparse.Namespace) -> int:
+    from .notebook.clock import command_clock
+
+    return command_clock(args)
+
+
 def register_workshop_cli(subparsers: Any) -> None:
-    """`semif workshop status | cleanup`: what the notebooks' state file holds, and removing it."""
-    parser = subparsers.add_parser("workshop", help="workshop resources: status and cleanup")
+    """`semif workshop status | cleanup | clock`: what the notebooks' state file holds, removing it, and timing the
+    notebooks against the minutes they state."""
+    parser = subparsers.add_parser("workshop", help="workshop resources: status and cleanup; the notebooks' clock")
     sub = parser.add_subparsers(dest="workshop_command", required=True)
     clean = sub.add_parser("cleanup", help="delete everything this workshop run created (reverse order)")
     clean.add_argument("--target", choices=("local", "container", "aws"), help="override SEMIF_TARGET")
     clean.set_defaults(func=command_workshop_cleanup)
     status = sub.add_parser("status", help="print the state file: run id, resources, values")
     status.set_defaults(func=command_workshop_status)
+    clock = sub.add_parser("clock", help="run every notebook locally with its own parameters, time each, write "
+                                         "results/notebooks/clock.json; fails when one takes over twice its stated minutes")
+    clock.add_argument("notebooks", nargs="*", help="two-digit prefixes (default: all, in order)")
+    clock.add_argument("--output", help="results file (default results/notebooks/clock.json)")
+    clock.add_argument("--quiet", action="store_true", help="no progress bar")
+    clock.set_defaults(func=command_workshop_clock)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -234,9 +234,22 @@ def test_the_bill_is_priced_from_the_one_table_and_docs_aws_quotes_it():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"${cost['total_usd']:.2f}" in readme and f"${cost['forgotten_day_usd']:.2f} a day" in readme
     assert set(budget.CLOCKS) == {p.name[:2] for p in (ROOT / "notebooks").glob("*.ipynb")}
-    assert set(budget.LOCAL_MEASURED) == set(budget.CLOCKS)
-    for name, seconds in budget.LOCAL_MEASURED.items():  # the stated minutes round the measured run up
-        assert budget.CLOCKS[name].here_min == max(1, -(-int(seconds) // 60)), name
+    from semif_lib.notebook import clock
+
+    measured = clock.read_clock()  # `semif workshop clock`, committed
+    assert set(measured["seconds"]) == set(budget.CLOCKS)
+    for name, seconds in measured["seconds"].items():  # the stated minutes round the measured run up
+        assert budget.CLOCKS[name].here_min == clock.stated_minutes(seconds), name
+    assert clock.check_clock(measured) == []
+
+
+def test_the_clock_check_fails_a_notebook_over_twice_its_stated_minutes():
+    from semif_lib.notebook import budget, clock
+
+    stated = budget.CLOCKS["05"].here_min * 60
+    assert clock.check_clock({"seconds": {"05": 2 * stated}}) == []
+    (line,) = clock.check_clock({"seconds": {"05": 2 * stated + 1, "00": 1.0}})
+    assert line.startswith("05: ") and f"state {clock.stated_minutes(2 * stated + 1)} min" in line
 
 
 def test_a_relative_model_is_the_repositorys_and_a_hub_reference_stays_as_it_is(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@
   softmax (`read_slots`, `tabulate_slots`);
 - `kernel`: the guard every notebook opens with (`KERNEL_GUARD`, the cell's source; it cannot import this package);
 - `budget`: each notebook's minutes here and on AWS, what bills, the list prices (`format_clock`, `estimate_run_cost`,
-  `format_autoscaling`);
+  `format_autoscaling`), and `clock`, which measures the local minutes (`semif workshop clock`);
 - `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
 - `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`),
   its token arithmetic and the fork drawn to scale (`tabulate_tokens`, `draw_fork`);

@@ -4,8 +4,9 @@ the list prices, and what a full AWS run costs at them.
 Each notebook opens with `format_clock(name)`, the README's workshop table carries the same minutes and docs/aws.md
 the same prices (tests/test_notebooks.py and tests/test_notebooks_helpers.py check all three against this module).
 
-* **here**: the notebook run top to bottom with its default parameters on a 2-core machine shared with other work
-  (embedded SmolLM2-135M; `LOCAL_MEASURED` has the seconds), rounded up to whole minutes. Reading time is extra.
+* **here**: the notebook run top to bottom with its default parameters on a 2-core machine, every notebook in order
+  (embedded SmolLM2-135M; `semif workshop clock` measures them into results/notebooks/clock.json, `notebook.clock`),
+  rounded up to whole minutes. Reading time is extra.
 * **on AWS**: the same, plus AWS's waits as docs/aws.md gives them (an endpoint 5-8 minutes to InService, a CodeBuild
   build 10-15 minutes, a transform job's instance a few minutes to start): estimates, not a measured AWS run.
 * **prices**: `semif_lib.prices` (AWS's list prices, their source and date), shared with the cost per million decisions.
@@ -25,7 +26,7 @@ from ..prices import PRICES, PRICES_AS_OF
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["CLOCKS", "LOCAL_MEASURED", "Clock", "estimate_run_cost", "format_autoscaling", "format_clock"]
+__all__ = ["CLOCKS", "Clock", "estimate_run_cost", "format_autoscaling", "format_clock"]
 
 @dataclass(frozen=True)
 class Clock:
@@ -36,10 +37,6 @@ class Clock:
     bills: str
 
 
-# seconds, default parameters, 2 shared cores, 2026-12-03 (a run of every notebook with nbclient, as tests/test_notebooks.py
-# runs them but with the notebooks' own parameters)
-LOCAL_MEASURED = {"00": 9.1, "01": 6.0, "02": 12.9, "03": 1.6, "04": 26.2, "05": 177.0, "06": 3.9, "07": 164.8, "99": 1.6}
-
 CLOCKS = {
     "00": Clock(1, 1, "the Studio space only (the model runs in its kernel)"),
     "01": Clock(1, 2, "the Studio space; S3 storage for the package (cents a month)"),
@@ -47,9 +44,9 @@ CLOCKS = {
     "03": Clock(1, 15, "the Studio space, the text endpoint, and CodeBuild minutes (BUILD_GENERAL1_MEDIUM) while the image builds"),
     "04": Clock(1, 20, "the Studio space, both endpoints (autoscaling may add a second decision instance), and a transform "
                        "instance while the job runs"),
-    "05": Clock(3, 3, "the Studio space and both endpoints: on AWS open 99 next"),
+    "05": Clock(1, 3, "the Studio space and both endpoints: on AWS open 99 next"),
     "06": Clock(1, 1, "the Studio space only: on AWS run it after 99, when no endpoint is left"),
-    "07": Clock(3, 3, "the Studio space only: on AWS run it after 99, when no endpoint is left"),
+    "07": Clock(1, 3, "the Studio space only: on AWS run it after 99, when no endpoint is left"),
     "99": Clock(1, 3, "the Studio space, until you stop it (the last cell says how); the endpoints stop as 99 deletes them"),
 }
 
