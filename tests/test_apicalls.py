@@ -112,3 +112,21 @@ def test_the_local_plan_is_the_aws_request_with_placeholders(tmp_path, fake_gguf
                                     routing_strategy=settings.routing_strategy, log=lambda _: None)
     assert real.model.request["ModelName"] == model.request["ModelName"]
     assert {**real.model.request, "ExecutionRoleArn": PLACEHOLDER_ROLE} == model.request
+
+def test_a_local_plan_is_printed_once_then_one_line_while_unchanged(tmp_path, fake_gguf, capsys):
+    """04 prints the plan in full; 05's redeploy of the same endpoint says in one line that AWS would get nothing new."""
+    from semif_lib import workshop
+    from semif_lib.settings import Settings
+    from semif_lib.targets.plans import print_decision_plan
+
+    settings = Settings(target="local", state_file=tmp_path / "state.json", run_id="l0cal2")
+    state = workshop.load_state(settings)
+    workshop.package_model(fake_gguf, settings=settings, state=state, progress=False)
+    print_decision_plan("local", settings, state)
+    first = capsys.readouterr().out
+    print_decision_plan("local", settings, state)
+    second = capsys.readouterr().out
+    assert set(_printed(first)) == {"CreateModel", "CreateEndpointConfig", "CreateEndpoint"}
+    assert not _printed(second) and "would now send nothing" in second
+    print_decision_plan("local", settings.model_copy(update={"routing_strategy": "RANDOM"}), state)  # a changed spec
+    assert set(_printed(capsys.readouterr().out)) == {"CreateModel", "CreateEndpointConfig", "CreateEndpoint"}

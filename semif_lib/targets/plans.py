@@ -19,16 +19,28 @@ def _print_plan(target: str, step: str, calls: Callable[[], list[ApiCall]]) -> N
     print_calls(calls(), f"target={target}: on AWS, {step} sends these requests (nothing is sent from here):")
 
 
+def _print_deploy_plan(target: str, step: str, state: WorkshopState, calls: list[ApiCall]) -> None:
+    """A deploy's plan in full the first time, then one line while it is unchanged: on AWS that rerun would send nothing
+    (its model and config exist), and notebook 05 redeploying 04's endpoint should not print 04's lesson again."""
+    model = calls[0].request["ModelName"]
+    if state.get(f"aws_plan_{step}") == model:
+        print(f"target={target}: on AWS, {step} would now send nothing: its requests, printed before, are unchanged "
+              f"(model {model} and its config would exist)")
+        return
+    _print_plan(target, step, lambda: calls)
+    state.set(f"aws_plan_{step}", model)
+
+
 def print_text_plan(target: str, settings: Settings, state: WorkshopState, llama_settings: Mapping[str, Any] | None) -> None:
     from ..aws.deployment import plan_text_endpoint
 
-    _print_plan(target, "deploy_text_model", lambda: plan_text_endpoint(settings, state, llama_settings))
+    _print_deploy_plan(target, "deploy_text_model", state, plan_text_endpoint(settings, state, llama_settings))
 
 
 def print_decision_plan(target: str, settings: Settings, state: WorkshopState) -> None:
     from ..aws.deployment import plan_decision_endpoint
 
-    _print_plan(target, "deploy_decision_model", lambda: plan_decision_endpoint(settings, state))
+    _print_deploy_plan(target, "deploy_decision_model", state, plan_decision_endpoint(settings, state))
 
 
 def print_transform_plan(target: str, settings: Settings, state: WorkshopState, path: Path) -> None:
