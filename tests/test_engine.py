@@ -240,10 +240,17 @@ def test_pieces_tokenize_like_the_whole_prompt_when_no_control_text(family_engin
             assert family_engine.tokenize_pieces(renderer.render_prefix_pieces(request["state"]))[: len(prep.prefix)] == prep.prefix
 
 
+CROSS_CPU_DP = 0.05  # the README's answer read on another CPU: 0.031 seen between CI's and an AVX-512 AMD EPYC
+
+
 def test_the_readme_example_is_the_first_request_and_its_real_answer():
     """The README's request is data/examples.jsonl line 1 as it is, and its response what the embedded model answers
     under `semif score`'s settings (the defaults, 2 threads, a cold cache: the session engine's smaller context places
-    cells differently, and its cache holds earlier tests' prefixes, which moves the last digits)."""
+    cells differently, and its cache holds earlier tests' prefixes, which moves the last digits).
+
+    The README's figures were read on the CPU CI runs on; another CPU takes other llama.cpp kernels (on an AMD EPYC
+    with AVX-512, 2026-12-04, the answers moved by up to 0.031: urgency "1" 0.553 -> 0.584), so each answer must keep
+    its decision and stay within `CROSS_CPU_DP` of the figure shown."""
     import re
 
     from semif_lib.decision.engine import DecisionEngine
@@ -266,4 +273,5 @@ def test_the_readme_example_is_the_first_request_and_its_real_answer():
         live = response["answers"][name]
         probabilities = answer.get("probabilities") or answer["x_probabilities"]
         real = live.get("probabilities") or live["x_probabilities"]
-        assert probabilities.keys() == real.keys() and max(abs(p - real[k]) for k, p in probabilities.items()) < 0.01, name
+        assert probabilities.keys() == real.keys() and max(abs(p - real[k]) for k, p in probabilities.items()) < CROSS_CPU_DP, name
+        assert max(probabilities, key=probabilities.get) == max(real, key=real.get), name
