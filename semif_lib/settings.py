@@ -26,7 +26,7 @@ DRAIN_TAIL_S = 2.0
 
 Mode = Literal["fresh", "serial", "parallel"]
 MODES: tuple[str, ...] = get_args(Mode)  # the execution modes a request may ask for (see decision.engine)
-Debias = Literal["none", "rotations"]  # how a choice question's option order is debiased (x_debias, SEMIF_DEFAULT_DEBIAS)
+Debias = Literal["none", "rotations", "prior"]  # how a choice question's option order is debiased (x_debias, SEMIF_DEFAULT_DEBIAS)
 
 
 def detect_cpu_count() -> int:
@@ -71,8 +71,9 @@ class EngineSettings(BaseSettings):
     mode: Mode = Field("parallel", description="Default execution mode.")
     default_debias: Debias = Field(
         "none", description="x_debias for choice questions that do not set one: `rotations` scores SEMIF_DEFAULT_ROTATIONS "
-                            "cyclic orders of the options as branches on the same prefix and averages them; a request opts out "
-                            "with x_debias: none.")
+                            "cyclic orders of the options as branches on the same prefix and averages them; `prior` divides out "
+                            "the position prior the calibration file (SEMIF_CALIBRATION) holds for the option count, at no extra "
+                            "work; a request opts out with x_debias: none.")
     default_rotations: int = Field(
         4, ge=2, le=8, description="Cyclic orders a rotated choice question scores when it does not set x_rotations "
                                    "(at most one per option).")

@@ -91,11 +91,34 @@ def test_abstention_reaches_its_target_error_on_the_data_it_was_fitted_on():
     answered = [not rule.abstains(p) for p in probs]
     err = 1 - np.mean([c for c, a in zip(correct, answered, strict=True) if a])
     assert overall_error > 0.2  # the rule has to abstain to get there
-    assert err <= 0.2 and abs(err - rule.answered_error) < 1e-9
+    assert rule.guaranteed and err <= 0.2 and abs(err - rule.answered_error) < 1e-9
     assert 0 < rule.answered_share < 1 and abs(np.mean(answered) - rule.answered_share) < 1e-9
     assert fit_abstention(top, correct, 0.99, "choice").min_confidence == 0.0  # a loose target answers everything
     never = fit_abstention([0.9, 0.8], [False, False], 0.1, "choice")
-    assert never.answered_share == 0.0 and never.abstains([0.999, 0.001])
+    assert never.answered_share == 0.0 and never.abstains([0.999, 0.001]) and not never.guaranteed
+
+
+def test_abstention_certifies_nothing_from_too_few_decisions():
+    """At 90 % confidence an error of at most 0.2 needs 11 answered decisions without an error: 10 right ones promise nothing."""
+    from semif_lib.decision.conformal import min_decisions_for
+
+    assert min_decisions_for(0.2, 0.9) == 11
+    assert not fit_abstention([0.95] * 10, [True] * 10, 0.2, "choice").guaranteed
+    assert fit_abstention([0.95] * 11, [True] * 11, 0.2, "choice").guaranteed
+
+
+def test_abstentions_guarantee_holds_over_fitting_samples():
+    """Learn then Test's promise, checked by simulation: calibrated answers (right with their top probability, drawn
+    uniformly in [0.25, 1]) err (1 - t) / 2 above threshold t, so any rule below 0.6 breaks a 0.2 target. Over many
+    fitting samples, at most 1 - confidence of the fitted rules may break it."""
+    rng = np.random.default_rng(11)
+    broken, fits = 0, 200
+    for _ in range(fits):
+        top = rng.uniform(0.25, 1.0, 150)
+        correct = rng.uniform(size=150) < top
+        rule = fit_abstention(top, correct, 0.2, "choice", confidence=0.9)
+        broken += rule.guaranteed and rule.min_confidence < 0.6
+    assert broken / fits <= 0.1 + 0.04, broken  # 0.1 promised; the slack is the simulation's own noise
 
 
 def test_semif_sets_refits_the_committed_report_without_a_model(tmp_path, capsys):

@@ -5,7 +5,8 @@ field), `prompt` (chat template, answer slots), `preparer` (limits, tokenization
 scheduler: score, score_batch), `bookkeeping` (timings and usage in the response), `backend` (the llama.cpp
 model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV invariant), `prefix_cache`
 (the index it keeps), `planner` (rounds and waves), `modes` (fresh, serial, parallel, oneshot), `tokentree`
-(branch tokens shared once), `readout` (logits to answers), `calibrator` (applying a fitted file), `conformal`
+(branch tokens shared once), `readout` (logits to answers), `calibrator` (applying a fitted file), `position_prior`
+(the preference for each displayed position, estimated from rotations), `conformal`
 (prediction sets and abstention, fitted and served alike), `conditioning` (`x_after`: questions conditioned on
 earlier answers) and `openai_schema` (the OpenAI Decisions wire: its parser and answer builder).
 

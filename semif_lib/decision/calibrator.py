@@ -1,4 +1,5 @@
-"""Applying a calibration file to answers: the stored content-free prior, then the type's temperature.
+"""Applying a calibration file to answers: a position prior (`x_debias: "prior"`) or the stored content-free prior, then the
+type's temperature.
 
 The decision wing's half of calibration. The engine loads the file named by `SEMIF_CALIBRATION`
 and applies it to every answer; fitting one is measurement's job (`measurement.quality.calibration`,
@@ -20,11 +21,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import SemifError
+from ..errors import InvalidRequestError, SemifError
 from ..model.locate import hash_file
 from .conformal import Abstention, ConformalThreshold, predict_set
 from .prompt import PROMPT_VERSION, QuestionPlan
@@ -37,6 +38,8 @@ __all__ = [
     "CalibrationMismatchError",
     "Calibrator",
     "apply_temperature",
+    "check_default_prior",
+    "check_prior_requests",
     "hash_question",
     "load_calibration",
     "read_calibration",
@@ -99,7 +102,20 @@ def read_calibration(path: Path | str) -> dict[str, Any]:
     if not isinstance(temps, dict) or any(k not in KINDS or not isinstance(v, (int, float)) or v <= 0 for k, v in temps.items()):
         raise CalibrationError(f"calibration file {path}: temperatures must map noul/choice/score to positive numbers", field="calibration")
     _check_rules(doc, path)
+    _check_position_priors(doc, path)
     return doc
+
+
+def _check_position_priors(doc: dict[str, Any], path: Path) -> None:
+    """The optional `position_priors` ({"<option count>": [probability per displayed position]}, `semif bench debias`)."""
+    priors = doc.get("position_priors") or {}
+    for count, prior in (priors.items() if isinstance(priors, dict) else [("?", None)]):
+        ok = (str(count).isdigit() and int(count) >= 2 and isinstance(prior, list) and len(prior) == int(count)
+              and all(isinstance(p, (int, float)) and p > 0 for p in prior) and abs(sum(prior) - 1.0) < 1e-3)
+        if not ok:
+            raise CalibrationError(f"calibration file {path}: position_priors must map an option count (2 or more) to that many "
+                                   "positive probabilities summing to 1 (refit with `semif bench debias --calibration-out`)",
+                                   field="calibration")
 
 
 def _check_rules(doc: dict[str, Any], path: Path) -> None:
@@ -122,11 +138,20 @@ class Calibrator:
     model_sha256: str = ""
     prediction_sets: dict[str, ConformalThreshold] = field(default_factory=dict)
     abstention: dict[str, Abstention] = field(default_factory=dict)
+    position_priors: dict[int, list[float]] = field(default_factory=dict)  # option count -> prior per displayed position
 
-    def apply(self, plan: QuestionPlan, logits: np.ndarray, probs: np.ndarray, mass: float) -> Any:
-        """The System One answer with calibrated probabilities; the raw ones ride in `x_raw_probabilities`."""
+    def remove_position_prior(self, plan: QuestionPlan, logits: np.ndarray) -> np.ndarray | None:
+        """`x_debias: "prior"`: the logits with the position prior for this option count divided out (positions are the
+        plan's display order), or None when the file holds none for it."""
+        prior = self.position_priors.get(len(plan.keys))
+        return None if prior is None else remove_prior(logits, prior)
+
+    def apply(self, plan: QuestionPlan, logits: np.ndarray, probs: np.ndarray, mass: float, position_debiased: bool = False) -> Any:
+        """The System One answer with calibrated probabilities; the raw ones ride in `x_raw_probabilities`. A question
+        whose position prior was divided out (`position_debiased`) gets no stored content-free prior on top: both remove
+        the same preference."""
         z = np.asarray(logits, dtype=np.float64)
-        prior = self.priors.get(hash_question(plan.block, plan.kind)) if self.priors else None
+        prior = self.priors.get(hash_question(plan.block, plan.kind)) if self.priors and not position_debiased else None
         if prior is not None and len(prior) == len(z):
             z = remove_prior(z, prior)
         temperature = float(self.temperatures.get(plan.kind, 1.0))
@@ -149,6 +174,27 @@ class Calibrator:
         rule = self.abstention.get(plan.kind)
         if rule is not None:
             answer.x_abstain = rule.abstains(probs)
+
+
+PRIOR_HOW = "SEMIF_CALIBRATION naming a file with position priors: `semif bench debias --calibration-out FILE`"
+
+
+def check_prior_requests(calibration: "Calibrator | None", questions: Mapping[str, Any]) -> None:
+    """A choice question that asks `x_debias: "prior"` itself needs the file's prior for its option count: a 400 naming
+    the field and the counts there are (a server default of "prior" is checked when the engine starts)."""
+    counts = sorted(calibration.position_priors) if calibration is not None else []
+    for qid, question in questions.items():
+        n = len(getattr(question, "criteria", None) or ())
+        if getattr(question, "debias", None) == "prior" and n not in counts:
+            have = f"the calibration file has priors for {counts} options" if counts else f"no position prior is loaded ({PRIOR_HOW})"
+            raise InvalidRequestError(f"x_debias 'prior' needs a position prior for {n} options: {have}",
+                                      field=f"questions.{qid}.x_debias")
+
+
+def check_default_prior(calibration: "Calibrator | None", default_debias: str) -> None:
+    """SEMIF_DEFAULT_DEBIAS=prior without position priors would answer every choice question undebiased: refused at start."""
+    if default_debias == "prior" and (calibration is None or not calibration.position_priors):
+        raise CalibrationError(f"SEMIF_DEFAULT_DEBIAS=prior needs {PRIOR_HOW}", field="default_debias")
 
 
 def load_calibration(path: Path | str, model_path: Path | str | None = None, model_sha256: str | None = None) -> Calibrator:
@@ -181,6 +227,8 @@ def load_calibration(path: Path | str, model_path: Path | str | None = None, mod
         prediction_sets={k: ConformalThreshold(k, float(v["q"]), float(v["target_coverage"]), int(v.get("n", 0)))
                          for k, v in (doc.get("prediction_sets") or {}).items()},
         abstention={k: Abstention(k, float(v["min_confidence"]), float(v["target_error"]), float(v.get("answered_share", 0.0)),
-                                  float(v.get("answered_error", 0.0)), int(v.get("n", 0)))
+                                  float(v.get("answered_error", 0.0)), int(v.get("n", 0)), float(v.get("confidence", 0.9)),
+                                  bool(v.get("guaranteed", False)), int(v.get("min_decisions", 0)))
                     for k, v in (doc.get("abstention") or {}).items()},
+        position_priors={int(k): [float(p) for p in v] for k, v in (doc.get("position_priors") or {}).items()},
     )

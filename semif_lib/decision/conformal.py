@@ -14,9 +14,15 @@ model and prompt), the set holds the true option with probability at least 1 - a
 average over decisions: a marginal guarantee, not one per question, and nothing at all for a
 different workload.
 
-Abstention: answer only when the top probability reaches `min_confidence`, the smallest
-threshold whose answered share has an error rate at or below the target on the fitting data
-(an empirical rule, with no guarantee beyond it).
+Abstention: answer only when the top probability reaches `min_confidence`, chosen by Learn then Test
+(Angelopoulos, Bates, Candès, Jordan & Lei 2021): on a fixed grid of thresholds from the strictest to the
+loosest, each is tested for "its answered error exceeds the target" with the exact binomial p-value of
+the errors among the decisions it answers, and fixed-sequence testing goes on while each is rejected at
+1 - `confidence`. The loosest rejected threshold is the rule: with probability at least `confidence` over
+the fitting sample, its error on the decisions it answers is at most the target, for decisions
+exchangeable with the fitting ones. With none rejected (too few decisions, or too many errors) the rule
+abstains on everything, and says so (`guaranteed` False); `min_decisions` is how many answered decisions
+without an error a guarantee needs at all.
 
 This module is the one place both rules live: `measurement.quality.prediction_sets` fits them with the
 functions below, and the calibrator applies them to served answers with the same functions.
@@ -35,12 +41,15 @@ __all__ = [
     "ConformalThreshold",
     "fit_abstention",
     "fit_threshold",
+    "min_decisions_for",
     "inclusion_order",
     "nonconformity",
     "predict_set",
 ]
 
 ORDINAL_KINDS = ("score",)  # kinds whose sets are contiguous level ranges
+DEFAULT_CONFIDENCE = 0.9  # abstention's guarantee holds with this probability over the fitting sample
+THRESHOLD_GRID = tuple(round(1.0 - i / 100, 2) for i in range(101))  # fixed before the data: 1.00, 0.99, ..., 0.00
 _TOL = 1e-12
 
 
@@ -131,31 +140,54 @@ class Abstention:
     answered_share: float
     answered_error: float
     n: int
+    confidence: float = DEFAULT_CONFIDENCE
+    guaranteed: bool = False  # a threshold was certified; False: it abstains on everything
+    min_decisions: int = 0
 
-    def to_json(self) -> dict[str, float | int | str]:
+    def to_json(self) -> dict[str, float | int | str | bool]:
         return {"min_confidence": self.min_confidence, "target_error": self.target_error,
-                "answered_share": self.answered_share, "answered_error": self.answered_error, "n": self.n}
+                "answered_share": self.answered_share, "answered_error": self.answered_error, "n": self.n,
+                "confidence": self.confidence, "guaranteed": self.guaranteed, "min_decisions": self.min_decisions}
 
     def abstains(self, probs: Sequence[float] | np.ndarray) -> bool:
         return float(np.max(probs)) < self.min_confidence
 
 
-def fit_abstention(top_probs: Sequence[float], correct: Sequence[bool], target_error: float, kind: str) -> Abstention:
-    """The smallest top-probability threshold whose answered decisions err at most `target_error`.
+def binomial_tail(errors: int, n: int, rate: float) -> float:
+    """P(Binomial(n, rate) <= errors): the p-value of "the error rate exceeds `rate`" after `errors` errors in `n`."""
+    return min(1.0, math.fsum(math.comb(n, i) * rate ** i * (1.0 - rate) ** (n - i) for i in range(errors + 1)))
 
-    Candidates are the observed top probabilities; answering everything is tried first. When no
-    threshold reaches the target, the rule abstains on everything (min_confidence above 1).
-    """
+
+def min_decisions_for(target_error: float, confidence: float = DEFAULT_CONFIDENCE) -> int:
+    """The fewest answered decisions, all right, that certify an error of at most `target_error` at `confidence`."""
+    if target_error <= 0.0:
+        return 0  # never: no finite sample certifies a zero error rate; 0 marks "impossible"
+    return math.ceil(math.log(1.0 - confidence) / math.log(1.0 - target_error))
+
+
+def fit_abstention(top_probs: Sequence[float], correct: Sequence[bool], target_error: float, kind: str,
+                   confidence: float = DEFAULT_CONFIDENCE) -> Abstention:
+    """Learn then Test over `THRESHOLD_GRID` (see the module docstring): the loosest threshold certified, in a fixed
+    sequence from the strictest, to err at most `target_error` on what it answers, with probability `confidence`."""
     if not 0.0 <= target_error < 1.0:
         raise ValueError(f"target error must be in [0, 1), got {target_error}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     conf = np.asarray(top_probs, dtype=np.float64)
     ok = np.asarray(correct, dtype=bool)
-    n = len(conf)
-    for t in [0.0, *np.unique(conf)]:
+    n, delta = len(conf), 1.0 - confidence
+    chosen: tuple[float, float, float] | None = None  # (threshold, answered share, answered error)
+    for t in THRESHOLD_GRID:
         answered = conf >= t
-        if not answered.any():
+        n_answered = int(answered.sum())
+        if n_answered == 0:
+            continue  # nothing answered: nothing tested yet, the sequence goes on to looser thresholds
+        errors = int(n_answered - ok[answered].sum())
+        if binomial_tail(errors, n_answered, target_error) > delta:
             break
-        err = 1.0 - float(ok[answered].mean())
-        if err <= target_error:
-            return Abstention(kind, float(t), float(target_error), float(answered.mean()), err, n)
-    return Abstention(kind, 1.0 + 1e-9, float(target_error), 0.0, 0.0, n)
+        chosen = (t, n_answered / n, errors / n_answered)
+    need = min_decisions_for(target_error, confidence)
+    if chosen is None:
+        return Abstention(kind, 1.0 + 1e-9, float(target_error), 0.0, 0.0, n, confidence, False, need)
+    t, share, error = chosen
+    return Abstention(kind, float(t), float(target_error), float(share), float(error), n, confidence, True, need)

@@ -27,6 +27,7 @@ from ..model.locate import find_model_path
 from ..settings import MODES, Settings, load_settings
 from .backend import LlamaBackend, inject_faults, make_fault_plan
 from .bookkeeping import Timings, build_response
+from .calibrator import check_default_prior, check_prior_requests
 from .conditioning import order_stages, score_in_stages
 from .kvstore import Counters, KVStore, Lease
 from .modes import ModeRunner
@@ -89,6 +90,7 @@ class DecisionEngine:
             from .calibrator import load_calibration
 
             self.calibration = load_calibration(s.calibration, self.model_path)  # a file for another model is refused
+        check_default_prior(self.calibration, s.default_debias)
 
     # ------------------------------------------------------------------ settings and facts
     @property
@@ -148,6 +150,7 @@ class DecisionEngine:
         return self.preparer.tokenize_pieces(pieces)
 
     def prepare(self, request: DecisionRequest) -> PreparedRequest:
+        check_prior_requests(self.calibration, request.questions)
         return self.preparer.prepare(request)
 
     def plan_rounds(self, preps: Sequence[PreparedRequest]) -> list[Round]:

@@ -50,6 +50,7 @@ class QuestionPlan:
     length_normalize: bool = False
     legend: dict[str, str] = field(default_factory=dict)
     rotation: int = 0  # x_debias rotations: how far this plan's options are shifted from the request's order
+    debias: str = "none"  # x_debias "prior": the calibration file's position prior is divided out of this plan's logits
 
 
 def _describe(name: str, desc: Content | None) -> str:
@@ -89,9 +90,13 @@ def plan_rotations(
     slot_prefix: str = "",
     letters: Sequence[str] | None = None,
 ) -> list[QuestionPlan]:
-    """The question's plan, or with `x_debias: rotations` one plan per cyclic shift of its options (same qid)."""
+    """The question's plan, or with `x_debias: rotations` one plan per cyclic shift of its options (same qid); with
+    `x_debias: prior` one plan that says so (its position prior is divided out at readout)."""
     if not isinstance(question, ChoiceQuestion) or question.debias != "rotations":
-        return [plan_question(qid, question, slot_prefix, letters)]
+        plan = plan_question(qid, question, slot_prefix, letters)
+        if isinstance(question, ChoiceQuestion) and question.debias == "prior":
+            plan.debias = "prior"
+        return [plan]
     plans = []
     for shift in range(min(question.rotations, len(question.criteria))):
         rotated = question.model_copy(update={"criteria": rotate_criteria(question.criteria, shift)})

@@ -109,7 +109,17 @@ def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logit
     answers: dict[str, Any] = {}
     for qid, rotations in read.items():
         plan, logits, probs, mass = rotations[0] if len(rotations) == 1 else average_rotations(rotations)
-        answer = calibration.apply(plan, logits, probs, mass) if calibration is not None else build_answer(plan, probs, mass)
+        debiased = calibration.remove_position_prior(plan, logits) if plan.debias == "prior" and calibration is not None else None
+        if debiased is not None:
+            answer = calibration.apply(plan, debiased, probs, mass, position_debiased=True)
+            answer.x_debias = "prior"
+        elif calibration is not None:
+            answer = calibration.apply(plan, logits, probs, mass)
+        else:
+            answer = build_answer(plan, probs, mass)
+        if plan.debias == "prior" and debiased is None:  # the server's default for an option count the file has no prior for
+            answer.x_debias = "none"
+            answer.x_debias_missing = f"no position prior for {len(plan.keys)} options in the calibration file"
         if len(rotations) > 1:
             votes = [r[0].keys[int(np.argmax(r[2]))] for r in rotations]
             answer.x_debias = "rotations"

@@ -111,6 +111,8 @@ class ChoiceQuestion(_Question):
         None, alias="x_debias",
         description="`rotations`: also score cyclic rotations of the option order as extra branches on the same prefix and "
         "average each option's probability over them, so letter and position preferences cancel (costs branch tokens only); "
+        "`prior`: divide out the model's preference for each displayed position, estimated once from rotations and stored "
+        "in the calibration file per option count (no extra work; `semif bench debias`); "
         "`none`: the request's order only. Unset: the server's default (SEMIF_DEFAULT_DEBIAS, `none` unless set).")
     rotations: int | None = Field(None, alias="x_rotations", ge=2, le=MAX_ROTATIONS,
                                   description="How many cyclic orders `x_debias: rotations` scores (at most one per option); unset: "

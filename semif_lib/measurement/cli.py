@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
+rotations | debias | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -97,6 +97,12 @@ def command_scale(args: argparse.Namespace) -> int:
     return command_scale(args)
 
 
+def command_debias(args: argparse.Namespace) -> int:
+    from .quality.debias import command_debias
+
+    return command_debias(args)
+
+
 def command_rotations(args: argparse.Namespace) -> int:
     from .bench.rotations import command_rotations
 
@@ -153,6 +159,7 @@ def register_bench_cli(sub: Any) -> None:
     add_robustness_parser(which)  # no engine flags: it starts servers
     add_peer_parser(which)  # semif serve against the text DLC's llama-server (starts both servers)
     add_rotations_parser(which)
+    add_debias_parser(which)
     add_scale_parser(which)
     for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
         add_engine_arguments(p)
@@ -225,6 +232,21 @@ def add_rotations_parser(which: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_engine_arguments(p)
     p.set_defaults(func=command_rotations)
+
+
+def add_debias_parser(which: Any) -> None:
+    p = which.add_parser("debias", help="choice answers without their order bias, four ways in one run: none, content-free, "
+                                        "the position prior (x_debias prior), rotations; flip rate, accuracy, ECE, cost")
+    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in LABELED], help="labeled JSON Lines with choice questions")
+    p.add_argument("--rotations", type=int, default=DEFAULT_ROTATIONS,
+                   help=f"orders the rotations arm averages (default {DEFAULT_ROTATIONS})")
+    p.add_argument("--limit", type=int, help="first N lines of each file")
+    p.add_argument("--calibration-out", type=Path, dest="calibration_out",
+                   help="also write the position prior into this calibration file (merged into this model's, or a new one)")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/debias-<model>.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_engine_arguments(p)
+    p.set_defaults(func=command_debias)
 
 
 # ---------------------------------------------------------------- semif eval, eval-compare, sets

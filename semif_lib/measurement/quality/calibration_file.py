@@ -50,7 +50,20 @@ def write_calibration(
         for kind, verdict in rules.items():
             doc["verdicts"][kind].update(verdict)
         doc.update(rules_document(decisions, doc["temperatures"], doc["priors"], *targets, kept=rules))
+    doc.update(_kept_position_priors(path, doc["model_sha256"]))
     return save_calibration(json.loads(json.dumps(doc, default=float)), path)
+
+
+def _kept_position_priors(path: Path | str, model_sha256: str) -> dict[str, Any]:
+    """The position priors `semif bench debias` put into this model's file before (fitted apart, from rotations): a refit of
+    the temperatures and rules keeps them."""
+    try:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(old, dict) or old.get("model_sha256") != model_sha256:
+        return {}
+    return {k: old[k] for k in ("position_priors", "position_prior_source") if k in old}
 
 
 def calibrate_report(report: dict[str, Any], decisions: Sequence["Decision"], priors: dict[str, list[float]] | None,

@@ -23,10 +23,12 @@ import numpy as np
 
 from ...decision.calibrator import KINDS, apply_temperature, remove_prior
 from ...decision.conformal import (
+    DEFAULT_CONFIDENCE,
     Abstention,
     ConformalThreshold,
     fit_abstention,
     fit_threshold,
+    min_decisions_for,
     nonconformity,
     predict_set,
 )
@@ -168,23 +170,39 @@ def _summarise(rows: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
         "mean_options": float(np.mean([r["options"] for r in rows])),
         "answered_share": len(answered) / n,
         "accuracy_answered": (sum(r["correct"] for r in answered) / len(answered)) if answered else None,
+        "answered_error_ci95": _wilson(sum(not r["correct"] for r in answered), len(answered)) if answered else None,
         "accuracy_all": sum(r["correct"] for r in rows) / n,
         "abstention_curve": abstention_curve([r["top"] for r in rows], [r["correct"] for r in rows]),
     }
 
 
+def describe_abstention(m: dict[str, Any], max_error: float) -> str:
+    """Whether the abstention target held out of fold, with its interval, or that nothing was answered."""
+    if m["accuracy_answered"] is None:
+        return "answers nothing: nothing to promise"
+    error, (lo, hi) = 1.0 - m["accuracy_answered"], m["answered_error_ci95"]
+    return f"error {error:.3f} ({lo:.3f}-{hi:.3f}): {'held' if error <= max_error else 'missed'}"
+
+
 def format_prediction_sets(summary: dict[str, Any]) -> str:
-    """A Markdown table of held-out coverage, set size and abstention per question type."""
+    """A Markdown table of held-out coverage, set size and abstention per question type, and what a guarantee needs."""
+    need = min_decisions_for(summary["max_error"], DEFAULT_CONFIDENCE)
     lines = [f"Prediction sets (target coverage {summary['target_coverage']:.0%}) and abstention (max error "
-             f"{summary['max_error']:.0%}), held out by state over {summary['folds']} folds:", "",
-             "| type | n | coverage (95% CI) | mean set size (95% CI) / options | answered | accuracy answered / all |",
-             "|---|---:|---:|---:|---:|---:|"]
+             f"{summary['max_error']:.0%}, certified with {DEFAULT_CONFIDENCE:.0%} confidence), held out by state over "
+             f"{summary['folds']} folds:", "",
+             "| type | n | coverage (95% CI) | mean set size (95% CI) / options | answered | accuracy answered / all | "
+             "answered error (95% CI): target |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     for kind, m in summary["by_kind"].items():
         lo, hi = m["coverage_ci95"]
         slo, shi = m["mean_set_size_ci95"]
         acc = "-" if m["accuracy_answered"] is None else f"{m['accuracy_answered']:.3f}"
         lines.append(f"| {kind} | {m['n']} | {m['coverage']:.3f} ({lo:.3f}-{hi:.3f}) | {m['mean_set_size']:.2f} ({slo:.2f}-{shi:.2f}) "
-                     f"/ {m['mean_options']:.2f} | {m['answered_share']:.1%} | {acc} / {m['accuracy_all']:.3f} |")
+                     f"/ {m['mean_options']:.2f} | {m['answered_share']:.1%} | {acc} / {m['accuracy_all']:.3f} | "
+                     f"{describe_abstention(m, summary['max_error'])} |")
+    lines += ["", f"Abstention can promise an error of at most {summary['max_error']:g} only where the fitting folds hold at "
+                  f"least {need} answered decisions of a type without an error; with fewer, or with more errors than that "
+                  "allows, the rule abstains on everything rather than promise what the data cannot support."]
     return "\n".join(lines)
 
 
