@@ -184,8 +184,10 @@ def check_prior_requests(calibration: "Calibrator | None", questions: Mapping[st
     the field and the counts there are (a server default of "prior" is checked when the engine starts)."""
     counts = sorted(calibration.position_priors) if calibration is not None else []
     for qid, question in questions.items():
-        n = len(getattr(question, "criteria", None) or ())
-        if getattr(question, "debias", None) == "prior" and n not in counts:
+        if getattr(question, "debias", None) != "prior":  # only a choice question carries x_debias
+            continue
+        n = len(question.criteria)
+        if n not in counts:
             have = f"the calibration file has priors for {counts} options" if counts else f"no position prior is loaded ({PRIOR_HOW})"
             raise InvalidRequestError(f"x_debias 'prior' needs a position prior for {n} options: {have}",
                                       field=f"questions.{qid}.x_debias")
