@@ -333,8 +333,18 @@ def prepared(prefix: list[int], suffixes: list[list[int]]):
 
 
 def run_mode(runner, store, mode: str, prep) -> None:
+    from semif_lib.decision.prefix_cache import CanonicalPartition
+
     if mode == "fresh":
         runner.fresh(prep)
+        return
+    if mode == "invariant":  # as the engine runs a batch-invariant request: settled, its own partition, serial
+        store.settle()
+        lease = store.acquire(prep.prefix, CanonicalPartition(None))
+        try:
+            runner.serial(prep, lease)
+        finally:
+            store.release(lease)
         return
     lease = store.acquire(prep.prefix)
     try:
@@ -343,7 +353,7 @@ def run_mode(runner, store, mode: str, prep) -> None:
         store.release(lease)
 
 
-@pytest.mark.parametrize("mode", ["fresh", "serial", "parallel"])
+@pytest.mark.parametrize("mode", ["fresh", "serial", "parallel", "invariant"])
 @pytest.mark.parametrize("spill", [True, False])
 def test_a_failed_decode_at_any_point_of_any_mode_leaves_the_books_balanced(mode, spill):
     suffixes = [[1, 2, 3], [1, 2, 4, 5], [9, 8]] * 10  # 30 branches: several waves of 64 rows
@@ -377,3 +387,38 @@ def test_parallel_branches_of_several_prefixes_share_waves_and_give_every_fork_b
         store.release(lease)
     store.check_invariants(idle=True)
     assert backend.used_by_nothing_cached(store)
+
+
+@pytest.mark.parametrize("spill", [True, False])
+def test_settling_empties_the_memory_and_keeps_what_spilling_keeps(spill):
+    """The batch-invariant mode's start: no cell in use, so llama.cpp places the next prefix at cell 0; spilled prefixes
+    stay cached (evicted without spilling), the books balance, and a pinned prefix refuses instead of losing its cells."""
+    store, mem = make_store(spill=spill, budget=200)
+    use(store, P)
+    lease = store.acquire(P_OTHER)
+    with pytest.raises(EngineStateError, match="pinned"):
+        store.settle()
+    store.check_invariants(idle=False)
+    store.release(lease)
+    store.settle()
+    assert mem.cells == [] and not store.cache.resident()
+    assert len(store.cache.entries()) == (2 if spill else 0)
+    store.check_invariants(idle=True)
+    assert use(store, P) == (len(P) if spill else 0)  # restored whole (spilling) or prefilled
+
+
+def test_a_canonical_partition_reuses_only_its_own_whole_prefixes():
+    """Batch-invariant prefixes are computed alone from cell 0: never seeded by a part of another (the shared part of a
+    longer prefix carries its neighbours' numerics), and never shared with the plain partition of the same tokens."""
+    from semif_lib.decision.prefix_cache import CanonicalPartition
+
+    store, _ = make_store(budget=400)
+    canonical = CanonicalPartition(None)
+    for tokens, partition in [(P_LONGER, canonical), (P, None)]:
+        store.release(store.acquire(tokens, partition))
+    assert store.plan_acquire(P, canonical).outcome == "prefill"  # P+X is cached canonically, P plainly: neither serves
+    store.release(store.acquire(P, canonical))
+    assert store.plan_acquire(P, canonical).outcome == "restore"
+    assert store.plan_acquire(P, CanonicalPartition("tenant")).outcome == "prefill"
+    assert store.plan_acquire(P_LONGER, None).outcome == "restore_cut"  # the plain partition still reuses parts of its own
+    store.check_invariants(idle=True)

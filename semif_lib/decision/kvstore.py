@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from ..errors import EngineStateError, SemifError
-from .prefix_cache import AcquirePlan, CacheEntry, Lease, PrefixCache, Snapshot
+from .prefix_cache import AcquirePlan, CacheEntry, Lease, Partition, PrefixCache, Snapshot
 
 __all__ = ["Counters", "KVMemory", "KVStore", "Lease"]
 
@@ -113,7 +113,7 @@ class KVStore:
         return self.free_cells + spillable >= cells
 
     # ------------------------------------------------------------------ prefixes
-    def plan_acquire(self, prefix: Sequence[int], partition: str | None = None) -> AcquirePlan:
+    def plan_acquire(self, prefix: Sequence[int], partition: Partition = None) -> AcquirePlan:
         """Which of the five outcomes `acquire(prefix)` will take, from the books alone (no KV operation)."""
         n = len(prefix)
         match = self.cache.match(prefix, partition)
@@ -134,13 +134,10 @@ class KVStore:
             return prefill  # a recurrent state cannot be cut back to the shared part
         return AcquirePlan("restore_cut", entry, shared, n + 1, max(n + 1, len(entry) + 1))
 
-    def acquire(self, prefix: Sequence[int], partition: str | None = None) -> Lease:
+    def acquire(self, prefix: Sequence[int], partition: Partition = None) -> Lease:
         """A pinned sequence holding `prefix`: from the cache (resident or spilled, exact or partial) or prefilled now.
-
         Only entries of the same `partition` (OpenAI's `prompt_cache_key`; None is the shared one) are reused.
-
-        Whatever fails, the sequence taken and the cells written go back before the error leaves.
-        """
+        Whatever fails, the sequence taken and the cells written go back before the error leaves."""
         plan = self.plan_acquire(prefix, partition)
         if plan.outcome == "hit":
             return self._lease(plan.source, len(prefix), hit=True)
@@ -197,12 +194,9 @@ class KVStore:
         return Lease(entry, cached)
 
     def release(self, lease: Lease) -> None:
-        """Unpin; once no request uses it, spill the prefix to host memory (a stale one is evicted);
-        then evict least recently used prefixes until the budget holds.
-
-        The prefix just used is the most recent, so it stays unless it alone exceeds the budget
-        (evicting it first meant a full cache never admitted a new state again).
-        """
+        """Unpin; once no request uses it, spill the prefix to host memory (a stale one is evicted); then evict least
+        recently used prefixes until the budget holds. The prefix just used is the most recent, so it stays unless it
+        alone exceeds the budget (evicting it first meant a full cache never admitted a new state again)."""
         entry = lease.entry
         self.cache.unpin(entry)
         if entry.pins == 0:
@@ -213,7 +207,7 @@ class KVStore:
         while self.cache.used_tokens > self.cache.budget_tokens and (victim := self.cache.pick_victim(keep_held=True)) is not None:
             self._evict(victim)
 
-    def hold(self, prefix: Sequence[int], partition: str | None, holder: str) -> bool:
+    def hold(self, prefix: Sequence[int], partition: Partition, holder: str) -> bool:
         """Keep the cached `prefix` for session `holder` (spilled between requests, never evicted); whether it is cached."""
         return self.cache.hold(prefix, partition, holder)
 
@@ -236,6 +230,15 @@ class KVStore:
                 raise SemifError("llama_state_seq_set_data failed to restore the prefix")
         elif not self.memory.seq_rm(lease.seq, lease.length, -1):
             raise SemifError("llama_memory_seq_rm refused to truncate; this architecture needs state restore")
+
+    def settle(self) -> None:
+        """Every cached prefix out of the KV cells (spilled, or evicted without spilling) and the memory emptied, so the
+        next prefix lands at cell 0 and each suffix right after it: the batch-invariant mode's placement (between requests)."""
+        for entry in self.cache.resident():
+            if entry.pins:
+                raise EngineStateError(f"a prefix in sequence {entry.seq_id} is pinned: the memory cannot be settled mid-request")
+            self._vacate(entry)
+        self.memory.clear()  # llama.cpp's free cells are found from its head, which only a clear puts back at 0
 
     def clear(self) -> None:
         """Drop every cached prefix no request uses (benchmarks that must measure cold requests)."""
@@ -298,11 +301,8 @@ class KVStore:
 
     # ------------------------------------------------------------------ the books
     def check_invariants(self, idle: bool = True) -> None:
-        """Raise `EngineStateError` naming what is off unless every sequence and KV cell is accounted for.
-
-        `idle`: no request is running, so nothing may be pinned, and (spilling) every cached
-        prefix is spilled, so no cell slows the next request.
-        """
+        """Raise `EngineStateError` naming what is off unless every sequence and KV cell is accounted for. `idle`: no
+        request is running, so nothing may be pinned, and (spilling) every cached prefix is spilled."""
         problems = self._check_sequences()
         for entry in self.cache.entries():
             problems += self._check_entry(entry, idle)

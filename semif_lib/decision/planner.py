@@ -9,9 +9,12 @@ could not find room.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import TYPE_CHECKING, Hashable, Sequence
 
 from .tokentree import Wave, plan_tree_waves
+
+if TYPE_CHECKING:
+    from .prefix_cache import Partition
 
 __all__ = ["Capacity", "Demand", "Round", "plan_rounds", "plan_waves"]
 
@@ -38,7 +41,7 @@ class Demand:
     prefix: tuple[int, ...]
     longest_branch: int  # tokens of its longest branch
     branch_tokens: int  # tokens of all its branches
-    partition: str | None = None  # its prefix-cache partition: the same tokens in two partitions are two prefixes
+    partition: Partition = None  # its prefix-cache partition: the same tokens in two partitions are two prefixes
 
     @property
     def key(self) -> tuple[str | None, tuple[int, ...]]:

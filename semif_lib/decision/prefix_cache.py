@@ -19,12 +19,22 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence, TypeAlias
+from typing import Any, Literal, NamedTuple, Sequence, TypeAlias
 
 import numpy as np
 
 Snapshot: TypeAlias = Any  # a sequence's saved KV rows, opaque here (a ctypes buffer from the backend)
 Outcome = Literal["hit", "copy", "restore", "restore_cut", "prefill"]
+
+
+class CanonicalPartition(NamedTuple):
+    """The batch-invariant mode's partition of `key` (a `prompt_cache_key` or None): its prefixes are computed alone
+    from cell 0 and only ever reused whole, so no other request's prefix (a string or None) can share or seed them."""
+
+    key: str | None
+
+
+Partition: TypeAlias = "str | CanonicalPartition | None"
 
 
 @dataclass
@@ -43,14 +53,14 @@ class CacheEntry:
     pins: int = 0
     stale: bool = False
     snapshot: Snapshot | None = None
-    partition: str | None = None  # OpenAI's `prompt_cache_key`: only requests with the same one share this entry
+    partition: Partition = None  # OpenAI's `prompt_cache_key`: only requests with the same one share this entry
     holders: set[str] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     @property
-    def key(self) -> tuple[str | None, tuple[int, ...]]:
+    def key(self) -> tuple[Partition, tuple[int, ...]]:
         return (self.partition, self.tokens)
 
     @property
@@ -143,13 +153,17 @@ class PrefixCache:
     def entries(self) -> list[CacheEntry]:
         return list(self._entries.values())
 
-    def match(self, tokens: Sequence[int], partition: str | None = None) -> MatchResult:
+    def match(self, tokens: Sequence[int], partition: Partition = None) -> MatchResult:
         """The entry sharing the longest prefix with `tokens` (ignoring matches shorter than `min_shared_tokens`).
 
         Among entries sharing as many tokens, the one that is exactly that long wins: asked for P
         with P+X cached first and P after it, P is an exact hit, not a copy out of P+X.
-        Stale entries, and entries of another `partition`, are never matched.
+        Stale entries, and entries of another `partition`, are never matched; a `CanonicalPartition`
+        matches only an entry that is exactly `tokens` (a part of another would carry its neighbours' numerics).
         """
+        if isinstance(partition, CanonicalPartition):
+            whole = self.find(tokens, partition)
+            return MatchResult(whole, len(tokens)) if whole is not None else MatchResult(None, 0)
         best, best_key = None, (0, False)
         for entry in self._entries.values():
             if entry.stale or entry.partition != partition:
@@ -163,7 +177,7 @@ class PrefixCache:
             return MatchResult(None, 0)
         return MatchResult(best, best_len)
 
-    def find(self, tokens: Sequence[int], partition: str | None = None) -> CacheEntry | None:
+    def find(self, tokens: Sequence[int], partition: Partition = None) -> CacheEntry | None:
         """The entry that is exactly `tokens` in `partition`, if cached (and not stale)."""
         entry = self._entries.get((partition, tuple(tokens)))
         return None if entry is None or entry.stale else entry
@@ -175,7 +189,7 @@ class PrefixCache:
     def touch(self, entry: CacheEntry) -> None:
         self._entries.move_to_end(entry.key)
 
-    def insert(self, tokens: Sequence[int], seq_id: int | None, partition: str | None = None) -> CacheEntry:
+    def insert(self, tokens: Sequence[int], seq_id: int | None, partition: Partition = None) -> CacheEntry:
         """Add an entry (most recently used). The caller evicts first to stay within budget.
 
         A prefix already cached is refused: replacing its entry would orphan that entry's sequence.
@@ -212,7 +226,7 @@ class PrefixCache:
             entry.snapshot = snapshot
         return seq
 
-    def hold(self, tokens: Sequence[int], partition: str | None, holder: str) -> bool:
+    def hold(self, tokens: Sequence[int], partition: Partition, holder: str) -> bool:
         """Session `holder` keeps the entry that is exactly `tokens` cached (the LRU passes it over until `release_holder`);
         False when no such entry is cached."""
         entry = self.find(tokens, partition)
