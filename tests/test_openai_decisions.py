@@ -246,3 +246,21 @@ def test_a_calibration_file_that_abstains_makes_refusals_and_the_others_still_an
     assert anger.type == "score" and "x_abstain" not in anger.model_extra  # no rule for scores
     best = max(anger.probabilities, key=lambda p: p.probability).value
     assert best in anger.model_extra["x_prediction_set"] and anger.model_extra["x_prediction_coverage"] == 0.5
+
+
+def test_x_batch_invariant_through_the_sdk_gives_the_same_bits_in_either_order(client, model_id):
+    """The Jev wire's flag, sent by an SDK user in extra_body: the reversed list answers each question with the same bits."""
+    def ask(questions):
+        return client.decisions.create(
+            model=model_id, input="I was charged twice, refund me today.", questions=questions, extra_body={"x_batch_invariant": True})
+
+    forward, backward = ask(QUESTIONS), ask(QUESTIONS[::-1])
+    assert forward.model_extra["x_timing"]["batch_invariant"] is True
+    bits = lambda answer: [p.probability for p in answer.probabilities] if hasattr(answer, "probabilities") \
+        else [answer.probability]
+    assert [bits(a) for a in forward.answers] == [bits(b) for b in backward.answers[::-1]]
+    from openai import BadRequestError
+
+    with pytest.raises(BadRequestError) as info:
+        client.decisions.create(model=model_id, input="x", questions=QUESTIONS, extra_body={"x_batch_invariant": "yes"})
+    assert "x_batch_invariant" in str(info.value)

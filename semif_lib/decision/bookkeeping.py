@@ -44,6 +44,8 @@ def build_response(prep: PreparedRequest, answers: dict[str, Any], *, model: str
     `branch_tokens` are those decoded after the prefix for this request (its round's, when batched), shared tokens once.
     """
     timing: dict[str, Any] = {"mode": mode}
+    if prep.invariant:
+        timing["batch_invariant"] = True  # decoded alone at the canonical placement: the same bits with any neighbours
     if batched is not None:
         timing["batched_requests"] = batched
     timing.update(timings.fields())

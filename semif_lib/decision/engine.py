@@ -203,6 +203,7 @@ class DecisionEngine:
         with self._lock:
             timings = Timings.begin()
             prep = self.prepare(request)
+            mode = "serial" if prep.invariant else mode  # batch-invariant: serial, alone, at the canonical placement
             timings.prepared = timings.prefilled = time.perf_counter()
             branch_tokens = self.counters.branch_tokens
             try:
@@ -222,6 +223,8 @@ class DecisionEngine:
         if mode == "oneshot":
             self.modes.oneshot(prep)
             return 0
+        if prep.invariant:  # the prefix at cell 0 (restored whole or computed alone), each suffix right after it
+            self.store.settle()
         lease = self.store.acquire(prep.prefix, prep.partition)
         timings.prefilled = time.perf_counter()
         try:
@@ -282,7 +285,11 @@ class DecisionEngine:
                 if len(order_stages(req.questions)) > 1:
                     results[i] = self.score(req, mode="parallel")  # its stages depend on answers: not in a round
                     continue
-                prepared.append((i, self.prepare(req)))
+                prep = self.prepare(req)
+                if prep.invariant:  # alone, never in a round
+                    results[i] = self.score(req, mode="serial")
+                    continue
+                prepared.append((i, prep))
             except SemifError as exc:
                 results[i] = exc
         return prepared

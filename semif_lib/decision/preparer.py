@@ -16,7 +16,7 @@ from ..errors import InvalidRequestError
 from ..limits import check_limit, check_question_counts, refuse_limit
 from ..settings import Settings
 from .planner import Demand
-from .prefix_cache import count_common_prefix
+from .prefix_cache import CanonicalPartition, Partition, count_common_prefix
 from .prompt import PromptRenderer, PromptState, QuestionPlan, generate_letter_slots, plan_rotations, state_texts
 from .schema import ChoiceQuestion, DecisionRequest, render_content
 
@@ -55,7 +55,8 @@ class PreparedRequest:
     branches: list[Branch]
     slot_tokens: dict[int, list[int]]
     suffix_lengths: dict[str, int]
-    partition: str | None = None  # the prefix-cache partition (OpenAI's `prompt_cache_key`); None: the shared one
+    partition: Partition = None  # the prefix-cache partition (OpenAI's `prompt_cache_key`); None: the shared one
+    invariant: bool = False  # batch-invariant: decoded alone at the canonical placement (`DecisionEngine._run_mode`)
 
     @property
     def input_tokens(self) -> int:
@@ -117,7 +118,9 @@ class RequestPreparer:
             prefix = self.tokenize(self.renderer.render_prefix(state_text), self.renderer.add_bos)
         prompts = [self._tokenize_prompt(state_text, plan, guarded) for plan in plans]
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
-        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=request.cache_key)
+        invariant = self.settings.batch_invariant if request.batch_invariant is None else request.batch_invariant
+        partition = CanonicalPartition(request.cache_key) if invariant else request.cache_key
+        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=partition, invariant=invariant)
         for i, (plan, prompt) in enumerate(zip(plans, prompts, strict=True)):
             self._add_branches(prep, i, plan, prompt)
         self._check_size(prep)

@@ -185,6 +185,11 @@ class DecisionRequest(BaseModel):
     model: str | None = Field(None, description=MODEL_FIELD_DOC)
     state: Content = Field(..., description="What every question is asked about.")
     questions: dict[str, Question] = Field(..., min_length=1, json_schema_extra={"maxProperties": MAX_QUESTIONS})
+    batch_invariant: bool | None = Field(
+        None, alias="x_batch_invariant", strict=True,
+        description="true: each question's probabilities depend only on the state and the question, bit for bit: decoded alone "
+        "on the state's prefix at the canonical KV placement (asked alone, beside any others, in any order, cold or cached), "
+        "at serial's cost. Unset: the server's SEMIF_BATCH_INVARIANT (false unless set).")
     _conversation: tuple[dict[str, str], ...] | None = PrivateAttr(None)
     _cache_key: str | None = PrivateAttr(None)
 
