@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations | debias | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
+rotations | debias | invariance | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -103,6 +103,12 @@ def command_debias(args: argparse.Namespace) -> int:
     return command_debias(args)
 
 
+def command_invariance(args: argparse.Namespace) -> int:
+    from .bench.invariance import command_invariance
+
+    return command_invariance(args)
+
+
 def command_rotations(args: argparse.Namespace) -> int:
     from .bench.rotations import command_rotations
 
@@ -160,6 +166,7 @@ def register_bench_cli(sub: Any) -> None:
     add_peer_parser(which)  # semif serve against the text DLC's llama-server (starts both servers)
     add_rotations_parser(which)
     add_debias_parser(which)
+    add_invariance_parser(which)
     add_scale_parser(which)
     for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
         add_engine_arguments(p)
@@ -232,6 +239,17 @@ def add_rotations_parser(which: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_engine_arguments(p)
     p.set_defaults(func=command_rotations)
+
+
+def add_invariance_parser(which: Any) -> None:
+    p = which.add_parser("invariance", help="how far answers move with their neighbours, default mode against x_batch_invariant "
+                                            "(together, reversed, alone; one run)")
+    p.add_argument("--states", type=positive_int, default=3, help="first N workload states (default 3)")
+    p.add_argument("--questions", type=positive_int, default=20, help="first N questions of each state (default 20)")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/invariance-<model>.json)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_engine_arguments(p)
+    p.set_defaults(func=command_invariance)
 
 
 def add_debias_parser(which: Any) -> None:

@@ -1,7 +1,8 @@
 """How fast: the benchmarks behind `semif bench`, each a `run_<x>`, a `format_<x>`, a `command_<x>`.
 
 `paths` (`semif bench modes`) with `bounds` (the fork ceiling and targets it is held to), `readout`
-(`semif bench readout-vs-generation`), `residency`, `robustness`, `rotations`, `scale` (instances behind
+(`semif bench readout-vs-generation`), `residency`, `robustness`, `rotations`, `invariance`
+(`x_batch_invariant` against the default mode), `scale` (instances behind
 `router`, which routes as a SageMaker endpoint does) and `peer/` (`semif bench peer`); `workload` (the
 workload, the machine, results files) and `harness` (`semif serve` on loopback, timed calls, percentiles)
 are what they share.
