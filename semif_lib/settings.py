@@ -81,6 +81,10 @@ class EngineSettings(BaseSettings):
         False, description="Answer every request as x_batch_invariant does: each question decoded alone on its state's prefix at "
                            "the canonical KV placement, so its probabilities are bit-identical alone, beside any questions, in any "
                            "order, cold or cached (serial's cost); a request opts out with x_batch_invariant: false.")
+    preamble_readout: bool = Field(
+        False, description="Answer every request as x_preamble does: where the most likely first token is not an option but "
+                           "the options follow it (`**`, a newline), the options read after it are added to those read first; "
+                           "a request opts out with x_preamble: false.")
     verbose: bool = Field(False, description="Let llama.cpp log more than errors.")
     max_questions: int = Field(128, ge=1, le=256, description="Questions in one request (the 37x21 workload asks 21).")
     max_options: int = Field(255, ge=2, le=255, description="Options of one choice question.")

@@ -1,7 +1,9 @@
 """The execution modes: how a prepared request's branches are decoded over the prefix store.
 
 Every mode leaves each branch holding the logits rows it reads (`Branch.rows`) and gives every
-sequence it took back to the store, whatever fails; the engine reads the answers.
+sequence it took back to the store, whatever fails; the engine reads the answers. Under `x_preamble`
+every mode then decodes one lead-in token per branch that names one (`Branch.follow`), on the branch's
+own sequence right after it, before the branch is cut back (`read_preambles`).
 
 * ``fresh``: each question evaluates its whole prompt on the scratch sequence.
 * ``serial``: each suffix decodes on the leased prefix's own sequence, then is cut back.
@@ -41,10 +43,11 @@ class ModeRunner:
         seq, base = self.store.scratch_seq, len(prep.prefix)
         for branch in prep.branches:
             tokens = prep.prefix + branch.tokens
-            self.store.require(len(tokens))
+            self.store.require(len(tokens) + (branch.follow is not None))
             try:
                 want = mark_rows(len(tokens), (base + off for off in branch.read_offsets))
                 branch.rows = self.backend.decode(tokens, range(len(tokens)), [(seq,)] * len(tokens), want)
+                self.read_preambles([(branch, seq, len(tokens))])
             finally:
                 self.store.clear_scratch()
         self.counters.prefill_tokens += sum(len(prep.prefix) + len(j.tokens) for j in prep.branches)
@@ -60,9 +63,10 @@ class ModeRunner:
             checkpoint = self.store.checkpoint(lease)
             for branch in prep.branches:
                 n = len(branch.tokens)
-                self.store.require(n)
+                self.store.require(n + (branch.follow is not None))
                 try:
                     branch.rows = self.backend.decode(branch.tokens, range(base, base + n), [(seq,)] * n, mark_rows(n, branch.read_offsets))
+                    self.read_preambles([(branch, seq, base + n)])
                 finally:
                     self.store.rewind(lease, checkpoint)
         except BaseException:
@@ -80,17 +84,21 @@ class ModeRunner:
         prefix are decoded once (a token tree).
         """
         paths = [(src, branch.tokens) for branch, src, _ in items]
-        longest = max(len(t) for _, t in paths)
-        self.store.require(max(longest, min(sum(len(t) for _, t in paths), self.capacity.n_batch)), required=longest)
+        followers = sum(branch.follow is not None for branch, _, _ in items)  # a lead-in cell each, after the tree
+        longest = max(len(t) for _, t in paths) + (followers > 0)
+        self.store.require(max(longest, min(sum(len(t) for _, t in paths) + followers, self.capacity.n_batch)), required=longest)
         if self.store.branch_room < 1:
             raise EngineStateError(f"no KV sequence is free for a branch (SEMIF_N_SEQ_MAX={self.capacity.n_seq_max})")
         base_of = {src: base for _, src, base in items}
-        for wave in plan_waves(paths, self.store.free_cells, self.store.branch_room, self.capacity):
+        for wave in plan_waves(paths, self.store.free_cells - followers, self.store.branch_room, self.capacity):
             forks: list[int] = []
             try:
                 for idx in wave.indices:
                     forks.append(self.store.fork(items[idx][1]))
-                self._decode_tree(wave.tree, [items[i][0] for i in wave.indices], wave.rows, base_of, forks)
+                placed = [items[i] for i in wave.indices]
+                self._decode_tree(wave.tree, [branch for branch, _, _ in placed], wave.rows, base_of, forks)
+                self.read_preambles([(branch, fork, base + len(branch.tokens))
+                                     for (branch, _, base), fork in zip(placed, forks, strict=True)])
             finally:
                 for b in forks:
                     self.store.give_branch(b)
@@ -110,9 +118,25 @@ class ModeRunner:
             self.store.require(base + len(tree))
             head = (list(prep.prefix), list(range(base)), [tuple(forks)] * base)
             self._decode_tree(tree, prep.branches, branch_rows, {0: base}, forks, head)
+            self.read_preambles([(branch, fork, base + len(branch.tokens)) for branch, fork in zip(prep.branches, forks, strict=True)])
         finally:
             for b in forks:
                 self.store.give_branch(b)
+
+    def read_preambles(self, placed: Sequence[tuple[Branch, int, int]]) -> None:
+        """Each (branch, its sequence, the position after it) whose `follow` names a lead-in token: that token decoded
+        there, all in one batch, and the row after it appended to the branch's rows (`readout.read_marginal`)."""
+        todo = [(branch, seq, pos, lead) for branch, seq, pos in placed
+                if branch.follow is not None and (lead := branch.follow(branch.rows[0])) is not None]
+        if not todo:
+            return
+        self.store.require(len(todo))
+        rows = self.backend.decode([lead[0] for *_, lead in todo], [pos for _, _, pos, _ in todo], [(seq,) for _, seq, _, _ in todo],
+                                   [True] * len(todo))
+        for (branch, _, _, lead), row in zip(todo, rows, strict=True):
+            branch.rows.append(row)
+            branch.preamble = lead
+        self.counters.branch_tokens += len(todo)
 
     def _decode_tree(self, tree: TokenTree, branches: Sequence[Branch], branch_rows: Sequence[list[int]], base_of: dict[Hashable, int],
                      forks: Sequence[int], head: Head | None = None) -> None:

@@ -11,7 +11,7 @@ behave the same whichever wire a client speaks:
 - `questions[i]` becomes question `"i"`: `predicate` a noul, `choice` a choice over its typed values
   (a boolean shows as `true` / `false`), `score` a score over its labelled levels;
 - `prompt_cache_key` becomes the request's prefix-cache partition;
-- `x_batch_invariant` is the Jev wire's flag of the same name (answers that depend only on the state and the question).
+- `x_batch_invariant` and `x_preamble` are the Jev wire's flags of the same names.
 
 Parts the engine cannot read (images) are a 400 naming them. `build_decision` turns the engine's
 answers back into the SDK's `Decision`: answers in question order, each with its `name` (or null),
@@ -185,6 +185,7 @@ class OpenAIRequest(BaseModel):
     prompt_cache_options: dict[str, Any] | None = None
     safety_identifier: str | None = None
     x_batch_invariant: StrictBool | None = Field(None, description="As on the Jev wire (`schema.DecisionRequest`).")
+    x_preamble: StrictBool | None = Field(None, description="As on the Jev wire (`schema.DecisionRequest`).")
 
     @field_validator("questions", mode="before")
     @classmethod
@@ -276,7 +277,7 @@ def parse_decisions_request(data: Any) -> tuple[DecisionRequest, DecisionsBody]:
         questions = {str(i): _internal_question(q, f"questions[{i}]") for i, q in enumerate(body.questions)}
         conversation = None if isinstance(body.input, str) else _conversation(body.input)
         request = DecisionRequest(model=body.model, state=body.input if isinstance(body.input, str) else "", questions=questions,
-                                  x_batch_invariant=body.x_batch_invariant)
+                                  x_batch_invariant=body.x_batch_invariant, x_preamble=body.x_preamble)
     except ValidationError as exc:
         raise format_validation_error(exc) from exc
     if conversation is not None and not conversation:

@@ -2,13 +2,15 @@
 
 A request leaves here as a `PreparedRequest`: the token prefix its questions share and one `Branch` per
 question (per option, for a sequence readout), every answer slot verified to be one token after the prompt.
+Under `x_preamble` a slot branch also carries what to read after its first row (`Branch.follow`): the most
+likely lead-in token, with the option slots verified to be one token each after it.
 Work beyond a configured limit is refused here with a 413 naming the limit, before anything is decoded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -30,6 +32,22 @@ class Tokenizer(Protocol):
 
     def is_control(self, token: int) -> bool: ...
 
+    def token_text(self, token: int) -> str: ...
+
+
+Preamble = tuple[int, list[int], str]  # a lead-in token, the option slots' tokens after it, its text
+PREAMBLE_CANDIDATES = 64  # the first non-option token is among the row's top few unless the options hold nearly all of it
+
+
+def pick_preamble_token(row: np.ndarray, slot_tokens: Sequence[int], is_control: Callable[[int], bool]) -> int | None:
+    """The most likely first token that is neither an option nor a control token (an end of turn leads to no answer)."""
+    options = set(slot_tokens)
+    top = np.argpartition(row, -PREAMBLE_CANDIDATES)[-PREAMBLE_CANDIDATES:]
+    for token in top[np.argsort(row[top])[::-1]]:
+        if int(token) not in options and not is_control(int(token)):
+            return int(token)
+    return None
+
 
 @dataclass
 class Branch:
@@ -44,6 +62,9 @@ class Branch:
     read_offsets: list[int]
     targets: list[int] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
+    # x_preamble: given the first row, the token to read the options after (with their tokens there, and its text)
+    follow: Callable[[np.ndarray], Preamble | None] | None = None
+    preamble: Preamble | None = None  # what the mode decoded after the branch; its row is rows[1]
 
 
 @dataclass
@@ -57,6 +78,7 @@ class PreparedRequest:
     suffix_lengths: dict[str, int]
     partition: Partition = None  # the prefix-cache partition (OpenAI's `prompt_cache_key`); None: the shared one
     invariant: bool = False  # batch-invariant: decoded alone at the canonical placement (`DecisionEngine._run_mode`)
+    preamble: bool = False  # x_preamble: each slot branch may read the options after one lead-in token too
 
     @property
     def input_tokens(self) -> int:
@@ -120,7 +142,8 @@ class RequestPreparer:
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
         invariant = self.settings.batch_invariant if request.batch_invariant is None else request.batch_invariant
         partition = CanonicalPartition(request.cache_key) if invariant else request.cache_key
-        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=partition, invariant=invariant)
+        preamble = self.settings.preamble_readout if request.preamble is None else request.preamble
+        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=partition, invariant=invariant, preamble=preamble)
         for i, (plan, prompt) in enumerate(zip(plans, prompts, strict=True)):
             self._add_branches(prep, i, plan, prompt)
         self._check_size(prep)
@@ -144,7 +167,8 @@ class RequestPreparer:
         prep.suffix_lengths[plan.qid if not plan.rotation else f"{plan.qid}@{plan.rotation}"] = len(suffix)
         if plan.readout == "slot":
             prep.slot_tokens[i] = self._verify_slots(plan, text, tokens, pieces)
-            prep.branches.append(Branch(i, suffix, [len(suffix) - 1]))
+            follow = self._preamble_reader(plan, text, tokens, pieces, prep.slot_tokens[i]) if prep.preamble else None
+            prep.branches.append(Branch(i, suffix, [len(suffix) - 1], follow=follow))
             return
         for option in plan.slots:
             extra = self._option_tokens(plan, text, tokens, option, pieces)
@@ -224,6 +248,26 @@ class RequestPreparer:
                 field=f"questions.{plan.qid}.criteria",
             )
         return ids
+
+    def _preamble_reader(self, plan: QuestionPlan, text: str, tokens: list[int], pieces: Pieces | None,
+                         slots: list[int]) -> Callable[[np.ndarray], Preamble | None]:
+        """What a slot branch reads after its first row: the most likely lead-in token, if the options tokenize after it."""
+        def follow(row: np.ndarray) -> Preamble | None:
+            token = pick_preamble_token(row, slots, self.tokenizer.is_control)
+            if token is None:
+                return None
+            lead = self.tokenizer.token_text(token)
+            tail = self._answer_tail(text, tokens, plan.block)
+            if self._slot_token(text, tokens, tail, lead, pieces) != token:
+                return None  # the lead-in would merge with the prompt's end: not a token the model reads there
+            joined = pieces[:-1] + [(pieces[-1][0] + lead, pieces[-1][1])] if pieces else None
+            after = [self._slot_token(text + lead, tokens + [token], None if tail is None else tail + lead, slot, joined)
+                     for slot in plan.slots]
+            if None in after or len(set(after)) != len(after):
+                return None  # an option would merge with the lead-in ("**Yes" as one token): no reading after it
+            return token, after, lead  # type: ignore[return-value]
+
+        return follow
 
     def _option_tokens(self, plan: QuestionPlan, text: str, tokens: list[int], option: str, pieces: Pieces | None = None) -> list[int]:
         full = self._extend_prompt(text, pieces, option, special=False)

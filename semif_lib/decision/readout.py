@@ -1,4 +1,4 @@
-"""Turn logits into answers: softmax over option slots, option mass, and the three answer shapes.
+"""Turn logits into answers: softmax over option slots, option mass, the preamble's marginal, and the three answer shapes.
 
 Pure numpy, so the arithmetic is testable without a model.
 """
@@ -33,6 +33,24 @@ def read_slot_logits(row: np.ndarray, slot_tokens: Sequence[int]) -> tuple[np.nd
     logits = np.asarray(row[list(slot_tokens)], dtype=np.float64)
     mass = float(np.sum(np.exp(logits - logsumexp(row))))
     return logits, softmax(logits), mass
+
+
+def read_marginal(row: np.ndarray, slot_tokens: Sequence[int], preamble: int, after: np.ndarray,
+                  slots_after: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float, dict[str, Any]]:
+    """The options read first and after the preamble token, added: P(o) = P(o) + P(t) P(o | t).
+
+    Used only where the model's own distribution says `t` leads into an answer: the options hold more
+    of the distribution after it than at the start. Otherwise the plain slot reading, with why.
+    """
+    logits, probs, mass = read_slot_logits(row, slot_tokens)
+    first = np.exp(logits - logsumexp(row))
+    p_preamble = float(np.exp(row[preamble] - logsumexp(row)))
+    then = np.exp(np.asarray(after[list(slots_after)], dtype=np.float64) - logsumexp(after))
+    info = {"preamble_mass": p_preamble, "preamble_used": bool(then.sum() > mass)}
+    if not info["preamble_used"]:
+        return logits, probs, mass, info
+    joint = first + p_preamble * then
+    return np.log(joint), joint / joint.sum(), float(joint.sum()), info
 
 
 def sum_sequence_logprobs(rows: Sequence[np.ndarray], option_tokens: Sequence[int]) -> float:
@@ -88,6 +106,15 @@ def build_answer(plan: QuestionPlan, probs: np.ndarray, option_mass: float) -> N
 Reading = tuple[QuestionPlan, np.ndarray, np.ndarray, float]  # (plan, logits, probabilities, option mass)
 
 
+def read_slot_branch(branch: Any, slot_tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float, dict[str, Any] | None]:
+    """A slot branch's reading: plain, or with its preamble's (`Branch.preamble`, set when the mode decoded one)."""
+    if branch.preamble is None:
+        return (*read_slot_logits(branch.rows[0], slot_tokens), None)
+    token, slots_after, text = branch.preamble
+    logits, probs, mass, info = read_marginal(branch.rows[0], slot_tokens, token, branch.rows[1], slots_after)
+    return logits, probs, mass, {"preamble_token": text, **info}
+
+
 def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logits: bool = False) -> dict[str, Any]:
     """Every question's answer from the logits rows its branches read (slot or sequence readout).
 
@@ -98,10 +125,13 @@ def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logit
     for branch in prep.branches:
         by_plan.setdefault(branch.plan_index, []).append(branch)
     read: dict[str, list[Reading]] = {}
+    preambles: dict[str, dict[str, Any]] = {}
     for i, plan in enumerate(prep.plans):
         branches = by_plan[i]
         if plan.readout == "slot":
-            logits, probs, mass = read_slot_logits(branches[0].rows[0], prep.slot_tokens[i])
+            logits, probs, mass, preamble = read_slot_branch(branches[0], prep.slot_tokens[i])
+            if prep.preamble and plan.rotation == 0:  # asked for: said, even where no token qualified to be read
+                preambles[plan.qid] = preamble or {"preamble_token": None, "preamble_used": False}
         else:
             logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in branches]
             logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in branches], plan.length_normalize)
@@ -125,6 +155,8 @@ def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logit
             answer.x_debias = "rotations"
             answer.x_rotation_choices = votes  # each order's own argmax, request order first
             answer.x_rotation_agreement = sum(v == answer.choice for v in votes) / len(votes)
+        for key, value in preambles.get(qid, {}).items():  # the request order's reading (rotations read their own)
+            setattr(answer, f"x_{key}", value)
         if include_logits:
             answer.x_logits = [float(x) for x in logits]
         answers[qid] = answer

@@ -190,6 +190,12 @@ class DecisionRequest(BaseModel):
         description="true: each question's probabilities depend only on the state and the question, bit for bit: decoded alone "
         "on the state's prefix at the canonical KV placement (asked alone, beside any others, in any order, cold or cached), "
         "at serial's cost. Unset: the server's SEMIF_BATCH_INVARIANT (false unless set).")
+    preamble: bool | None = Field(
+        None, alias="x_preamble", strict=True,
+        description="true: where a slot question's most likely first token is not an option and the options are more likely "
+        "after it than before it (a lead-in such as `**`), the options are also read after that token and the two readings "
+        "added (a marginal readout; `x_preamble_token`, `x_preamble_mass`, `x_preamble_used` on each answer). One more branch "
+        "token per question. Unset: the server's SEMIF_PREAMBLE_READOUT (false unless set).")
     _conversation: tuple[dict[str, str], ...] | None = PrivateAttr(None)
     _cache_key: str | None = PrivateAttr(None)
 
