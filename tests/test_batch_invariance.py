@@ -11,6 +11,7 @@ import pytest
 from semif_lib.jsonlines import read_records
 from semif_lib.measurement.bench.invariance import format_invariance
 
+from support.faults import walk_decode_faults
 from support.paths import DATA, ROOT
 
 
@@ -99,32 +100,14 @@ def test_a_flag_that_is_not_a_boolean_is_a_422_naming_it():
 def test_a_failed_decode_in_the_mode_leaves_the_books_balanced_and_the_next_answer_unchanged(settings):
     """Faults injected at each decode of an invariant request: the error leaves, the books balance, and the same request
     then answers with the bits a fault-free engine gives."""
-    from semif_lib.decision.engine import DecisionEngine
-    from semif_lib.errors import SemifError
-
     state, items = _workload_state(3)
     body = _body(state, items, True)
-    with DecisionEngine(settings) as clean:
-        reference = _probabilities(clean.score(body))
-        cold_decodes = clean.decode_calls
-        clean.score(body)
-        cached_decodes = clean.decode_calls - cold_decodes
-    assert cold_decodes > cached_decodes > 0
-    failing: set[int] = set()
-    with DecisionEngine(settings, fail_decode=lambda n: n in failing) as engine:
-        for cold, decodes in ((True, cold_decodes), (False, cached_decodes)):
-            for call in range(1, decodes + 1):
-                if cold:
-                    engine.clear_cache()
-                failing.clear()
-                failing.add(engine.decode_calls + call)
-                with pytest.raises(SemifError):
-                    engine.score(body)
-                engine.check_invariants()
-                failing.clear()
-                got = _probabilities(engine.score(body))
-                engine.check_invariants()
-                assert all(np.array_equal(got[q], reference[q]) for q in reference), (cold, call)
+    walks = {cold: walk_decode_faults(settings, body, cold=cold) for cold in (True, False)}
+    assert len(walks[True][1]) > len(walks[False][1])  # a cold request prefills too
+    for cold, (reference, answers) in walks.items():
+        for call, answer in answers:
+            got, want = _probabilities(answer), _probabilities(reference)
+            assert all(np.array_equal(got[q], want[q]) for q in want), (cold, call)
 
 
 @pytest.mark.model

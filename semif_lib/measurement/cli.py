@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations | debias | invariance | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
+rotations | debias | invariance | preamble | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -18,6 +18,7 @@ from ..arguments import add_engine_arguments
 from ..decision.schema import DEFAULT_ROTATIONS
 from .bench.peer.config import peer_defaults
 from .options import (
+    ALL_LABELED,
     DEFAULT_MAX_ERROR,
     DEFAULT_TARGET_COVERAGE,
     LABELED,
@@ -109,6 +110,12 @@ def command_invariance(args: argparse.Namespace) -> int:
     return command_invariance(args)
 
 
+def command_preamble(args: argparse.Namespace) -> int:
+    from .bench.preamble import command_preamble
+
+    return command_preamble(args)
+
+
 def command_rotations(args: argparse.Namespace) -> int:
     from .bench.rotations import command_rotations
 
@@ -167,6 +174,7 @@ def register_bench_cli(sub: Any) -> None:
     add_rotations_parser(which)
     add_debias_parser(which)
     add_invariance_parser(which)
+    add_preamble_parser(which)
     add_scale_parser(which)
     for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
         add_engine_arguments(p)
@@ -246,10 +254,23 @@ def add_invariance_parser(which: Any) -> None:
                                             "(together, reversed, alone; one run)")
     p.add_argument("--states", type=positive_int, default=3, help="first N workload states (default 3)")
     p.add_argument("--questions", type=positive_int, default=20, help="first N questions of each state (default 20)")
-    p.add_argument("--output", type=Path, help="results file (default results/bench/invariance-<model>.json)")
+    add_model_run_flags(p, "invariance", command_invariance)
+
+
+def add_model_run_flags(p: Any, which: str, command: Any) -> None:
+    """The flags every per-model benchmark ends with: its results file, its progress bar, the engine's settings."""
+    p.add_argument("--output", type=Path, help=f"results file (default results/bench/{which}-<model>.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_engine_arguments(p)
-    p.set_defaults(func=command_invariance)
+    p.set_defaults(func=command)
+
+
+def add_preamble_parser(which: Any) -> None:
+    p = which.add_parser("preamble", help="x_preamble against the plain slot readout, as written and asked in bold: option mass, "
+                                          "accuracy, lead-ins used, cost (one run)")
+    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in ALL_LABELED], help="labeled JSON Lines (default: every set)")
+    p.add_argument("--limit", type=int, help="first N lines of each file")
+    add_model_run_flags(p, "preamble", command_preamble)
 
 
 def add_debias_parser(which: Any) -> None:
@@ -261,10 +282,7 @@ def add_debias_parser(which: Any) -> None:
     p.add_argument("--limit", type=int, help="first N lines of each file")
     p.add_argument("--calibration-out", type=Path, dest="calibration_out",
                    help="also write the position prior into this calibration file (merged into this model's, or a new one)")
-    p.add_argument("--output", type=Path, help="results file (default results/bench/debias-<model>.json)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_engine_arguments(p)
-    p.set_defaults(func=command_debias)
+    add_model_run_flags(p, "debias", command_debias)
 
 
 # ---------------------------------------------------------------- semif eval, eval-compare, sets

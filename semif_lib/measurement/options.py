@@ -14,6 +14,7 @@ __all__ = [
     "DATA_DIR",
     "DEFAULT_MAX_ERROR",
     "DEFAULT_TARGET_COVERAGE",
+    "ALL_LABELED",
     "LABELED",
     "LONG_STATES",
     "PATHS",
@@ -51,6 +52,8 @@ PEER_PATHS = ("decision-cold", "decision-cached", "server-logprobs", "server-log
 
 # `semif bench rotations`: the labeled sets with choice questions, and the long workload states of the cost phase
 LABELED = ("data/labeled/routing.jsonl", "data/labeled/tools.jsonl", "data/labeled/code_search.jsonl")
+# `semif bench preamble`: every labeled set, the yes/no and score questions too
+ALL_LABELED = (*LABELED, "data/labeled/policy.jsonl", "data/labeled/severity.jsonl")
 LONG_STATES = 8
 
 # `semif eval --calibrate` and `semif sets`: prediction sets' coverage and abstention's error

@@ -8,6 +8,7 @@ Helpers (import what you use, by name)::
     from support.aws import REGION, client_error, make_fake_gguf, patch_sessions
     from support.fake_engines import CrashingEngine, GateEngine, RoundEngine
     from support.dockerfile import dockerfile_base
+    from support.faults import walk_decode_faults
 
 Fixtures need no import: `tests/conftest.py` registers the `fixtures_*` modules (and `markers`, which
 sets the tier markers) through `pytest_plugins`. `tests/` is the import root (`pythonpath` in

@@ -15,18 +15,15 @@ writes `results/bench/invariance-<model>.json`.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...arguments import engine_overrides
-from ...model.locate import hash_file
 from ...settings import load_settings
 from ..answers import read_argmax, read_probabilities
-from .workload import describe_machine, first_questions, load_workload
+from .workload import describe_engine_run, first_questions, load_workload, write_model_result
 
 if TYPE_CHECKING:
     from ...decision.engine import DecisionEngine
@@ -117,12 +114,7 @@ def command_invariance(args: Any) -> int:
     states = [first_questions(r, args.questions) for r in load_workload(states=args.states)]
     with DecisionEngine(load_settings(**engine_overrides(args))) as engine:
         summary = run_invariance(engine, states, progress=not args.quiet)
-        summary["model"] = {"file": engine.model_path.name, "sha256": hash_file(engine.model_path)}
-        summary["machine"] = describe_machine(engine.settings)
-    summary["command"] = " ".join(["semif bench invariance", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "invariance"] else None
+        summary.update(describe_engine_run(engine))
     print(format_invariance(summary))
-    output = args.output or Path(f"results/bench/invariance-{Path(summary['model']['file']).stem}.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {output}", file=sys.stderr)
+    write_model_result(summary, "invariance", args.output)
     return 0

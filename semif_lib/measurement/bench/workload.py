@@ -3,7 +3,8 @@
 Every benchmark reads the 37-state x 21-criterion workload through `load_workload` (`--quick`: the
 first `options.QUICK_STATES`), cuts a request to its first questions with `first_questions`, and
 writes a results file (`write_result`) with `describe_machine` beside the figures; `describe_bench_run`
-is the settings and the head of a results file for the benchmarks that load the engine in process.
+is the settings and the head of a results file for the benchmarks that load the engine in process, and
+`describe_engine_run` with `write_model_result` the model, machine and per-model file of those that keep one.
 The notebooks read the committed files through `load_or_run`. Standard library and plumbing only.
 """
 
@@ -23,10 +24,12 @@ from typing import Any, Callable, Sequence
 from ...arguments import engine_overrides
 from ...jsonlines import read_records
 from ...llamabuilds import read_library_build
+from ...model.locate import hash_file
 from ...settings import load_settings
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
-__all__ = ["describe_bench_run", "describe_machine", "first_questions", "load_or_run", "load_workload", "write_result"]
+__all__ = ["describe_bench_run", "describe_engine_run", "describe_machine", "first_questions", "load_or_run", "load_workload",
+           "write_model_result", "write_result"]
 
 
 def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
@@ -78,6 +81,20 @@ def describe_bench_run(args: Any) -> tuple[Any, dict[str, Any]]:
     meta = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"] else command,
             "model": str(settings.model_path or "embedded SmolLM2-135M-Instruct Q4_1"), "machine": describe_machine(settings)}
     return settings, meta
+
+
+def describe_engine_run(engine: Any) -> dict[str, Any]:
+    """The model (file and digest) and the machine an engine-backed benchmark ran on, for its results file."""
+    return {"model": {"file": engine.model_path.name, "sha256": hash_file(engine.model_path)}, "machine": describe_machine(engine.settings)}
+
+
+def write_model_result(summary: dict[str, Any], which: str, output: Path | None) -> Path:
+    """`summary` with the command as typed, written to `output` or `results/bench/<which>-<model>.json`, and said."""
+    typed = sys.argv[1:3] == ["bench", which]
+    summary["command"] = " ".join([f"semif bench {which}", *sys.argv[3:]]) if typed else None
+    path = write_result(summary, output or RESULTS_DIR / "bench" / f"{which}-{Path(summary['model']['file']).stem}.json")
+    print(f"wrote {path}", file=sys.stderr)
+    return path
 
 
 def write_result(doc: dict[str, Any], output: Path) -> Path:
