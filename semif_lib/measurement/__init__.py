@@ -9,7 +9,7 @@ Two rooms and what they share. Every benchmark exposes `run_<x>` (the measuremen
   (cached prefixes spilled against resident), `robustness` (`semif serve` under load and faults, over
   HTTP), `rotations` (`x_debias` rotations against plain choice questions), `invariance` (how far
   answers move with their neighbours, the default mode against `x_batch_invariant`), `preamble` (what
-  `x_preamble` recovers) and `peer/` (`semif bench
+  `x_preamble` recovers), `coherence` (a yes/no question as a noul and as a choice) and `peer/` (`semif bench
   peer`: `semif serve` against the text DLC's llama-server). They share `workload` (the workload, the
   machine, results files) and `harness` (`semif serve` on loopback, timed calls, percentiles).
 * `quality/`: how good. `evaluate` (`semif eval`), `scoring` (the model's answers to labeled

@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations | debias | invariance | preamble | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
+rotations | debias | invariance | preamble | coherence | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -116,6 +116,12 @@ def command_preamble(args: argparse.Namespace) -> int:
     return command_preamble(args)
 
 
+def command_coherence(args: argparse.Namespace) -> int:
+    from .bench.coherence import command_coherence
+
+    return command_coherence(args)
+
+
 def command_rotations(args: argparse.Namespace) -> int:
     from .bench.rotations import command_rotations
 
@@ -175,6 +181,7 @@ def register_bench_cli(sub: Any) -> None:
     add_debias_parser(which)
     add_invariance_parser(which)
     add_preamble_parser(which)
+    add_coherence_parser(which)
     add_scale_parser(which)
     for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
         add_engine_arguments(p)
@@ -243,10 +250,7 @@ def add_rotations_parser(which: Any) -> None:
     p.add_argument("--limit", type=int, help="first N lines of each file")
     p.add_argument("--states", type=int, default=LONG_STATES,
                    help=f"long workload states for the cost on many questions (default {LONG_STATES})")
-    p.add_argument("--output", type=Path, help="results file (default results/bench/rotations.json)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_engine_arguments(p)
-    p.set_defaults(func=command_rotations)
+    add_model_run_flags(p, "rotations", command_rotations, "results/bench/rotations.json")
 
 
 def add_invariance_parser(which: Any) -> None:
@@ -257,9 +261,9 @@ def add_invariance_parser(which: Any) -> None:
     add_model_run_flags(p, "invariance", command_invariance)
 
 
-def add_model_run_flags(p: Any, which: str, command: Any) -> None:
-    """The flags every per-model benchmark ends with: its results file, its progress bar, the engine's settings."""
-    p.add_argument("--output", type=Path, help=f"results file (default results/bench/{which}-<model>.json)")
+def add_model_run_flags(p: Any, which: str, command: Any, output: str = "results/bench/{which}-<model>.json") -> None:
+    """The flags every in-process benchmark ends with: its results file, its progress bar, the engine's settings."""
+    p.add_argument("--output", type=Path, help=f"results file (default {output.format(which=which)})")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_engine_arguments(p)
     p.set_defaults(func=command)
@@ -271,6 +275,13 @@ def add_preamble_parser(which: Any) -> None:
     p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in ALL_LABELED], help="labeled JSON Lines (default: every set)")
     p.add_argument("--limit", type=int, help="first N lines of each file")
     add_model_run_flags(p, "preamble", command_preamble)
+
+
+def add_coherence_parser(which: Any) -> None:
+    p = which.add_parser("coherence", help="a yes/no question as a noul, as a two-option choice and swapped: the gap in P(yes) "
+                                           "and each one's accuracy (one run)")
+    p.add_argument("--states", type=positive_int, default=5, help="first N workload states beside the labeled policy set (default 5)")
+    add_model_run_flags(p, "coherence", command_coherence)
 
 
 def add_debias_parser(which: Any) -> None:
