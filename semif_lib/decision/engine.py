@@ -285,11 +285,10 @@ class DecisionEngine:
                 if len(order_stages(req.questions)) > 1:
                     results[i] = self.score(req, mode="parallel")  # its stages depend on answers: not in a round
                     continue
-                prep = self.prepare(req)
-                if prep.invariant:  # alone, never in a round
+                if self.preparer.is_invariant(req):  # alone, never in a round
                     results[i] = self.score(req, mode="serial")
                     continue
-                prepared.append((i, prep))
+                prepared.append((i, self.prepare(req)))
             except SemifError as exc:
                 results[i] = exc
         return prepared

@@ -44,7 +44,7 @@ class Demand:
     partition: Partition = None  # its prefix-cache partition: the same tokens in two partitions are two prefixes
 
     @property
-    def key(self) -> tuple[str | None, tuple[int, ...]]:
+    def key(self) -> tuple[Partition, tuple[int, ...]]:
         return (self.partition, self.prefix)
 
 

@@ -140,7 +140,7 @@ class RequestPreparer:
             prefix = self.tokenize(self.renderer.render_prefix(state_text), self.renderer.add_bos)
         prompts = [self._tokenize_prompt(state_text, plan, guarded) for plan in plans]
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
-        invariant = self.settings.batch_invariant if request.batch_invariant is None else request.batch_invariant
+        invariant = self.is_invariant(request)
         partition = CanonicalPartition(request.cache_key) if invariant else request.cache_key
         preamble = self.settings.preamble_readout if request.preamble is None else request.preamble
         prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=partition, invariant=invariant, preamble=preamble)
@@ -148,6 +148,10 @@ class RequestPreparer:
             self._add_branches(prep, i, plan, prompt)
         self._check_size(prep)
         return prep
+
+    def is_invariant(self, request: DecisionRequest) -> bool:
+        """Whether `request` is answered batch-invariant: its own `x_batch_invariant`, else SEMIF_BATCH_INVARIANT."""
+        return self.settings.batch_invariant if request.batch_invariant is None else request.batch_invariant
 
     def _with_server_defaults(self, question: Any) -> Any:
         """A choice question's unset x_debias / x_rotations from SEMIF_DEFAULT_DEBIAS / SEMIF_DEFAULT_ROTATIONS; other types as they are."""
@@ -252,12 +256,13 @@ class RequestPreparer:
     def _preamble_reader(self, plan: QuestionPlan, text: str, tokens: list[int], pieces: Pieces | None,
                          slots: list[int]) -> Callable[[np.ndarray], Preamble | None]:
         """What a slot branch reads after its first row: the most likely lead-in token, if the options tokenize after it."""
+        tail = self._answer_tail(text, tokens, plan.block)
+
         def follow(row: np.ndarray) -> Preamble | None:
             token = pick_preamble_token(row, slots, self.tokenizer.is_control)
             if token is None:
                 return None
             lead = self.tokenizer.token_text(token)
-            tail = self._answer_tail(text, tokens, plan.block)
             if self._slot_token(text, tokens, tail, lead, pieces) != token:
                 return None  # the lead-in would merge with the prompt's end: not a token the model reads there
             joined = pieces[:-1] + [(pieces[-1][0] + lead, pieces[-1][1])] if pieces else None

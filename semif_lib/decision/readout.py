@@ -43,8 +43,9 @@ def read_marginal(row: np.ndarray, slot_tokens: Sequence[int], preamble: int, af
     of the distribution after it than at the start. Otherwise the plain slot reading, with why.
     """
     logits, probs, mass = read_slot_logits(row, slot_tokens)
-    first = np.exp(logits - logsumexp(row))
-    p_preamble = float(np.exp(row[preamble] - logsumexp(row)))
+    normaliser = logsumexp(row)
+    first = np.exp(logits - normaliser)
+    p_preamble = float(np.exp(row[preamble] - normaliser))
     then = np.exp(np.asarray(after[list(slots_after)], dtype=np.float64) - logsumexp(after))
     info = {"preamble_mass": p_preamble, "preamble_used": bool(then.sum() > mass)}
     if not info["preamble_used"]:
