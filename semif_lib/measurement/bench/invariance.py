@@ -9,7 +9,7 @@ between a question's distributions (half the L1 distance); `decisions_changed` c
 argmax differs. The cost is the cold together-request's seconds in each mode, the modes alternating which
 goes first per state, and its ratio.
 
-`run_invariance` measures, `format_invariance` is the table docs/serving.md quotes, `command_invariance`
+`run_invariance` measures, `format_invariance` is the table docs/decision-path.md quotes, `command_invariance`
 writes `results/bench/invariance-<model>.json`.
 """
 
@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...arguments import engine_overrides
 from ...settings import load_settings
 from ..answers import read_argmax, read_probabilities
-from .workload import describe_engine_run, first_questions, load_workload, write_model_result
+from .workload import describe_engine_run, first_questions, load_workload, time_cold, write_model_result
 
 if TYPE_CHECKING:
     from ...decision.engine import DecisionEngine
@@ -37,19 +36,16 @@ def _total_variation(p: dict[str, float], q: dict[str, float]) -> float:
     return 0.5 * sum(abs(p[k] - q[k]) for k in p)
 
 
-def _ask(engine: "DecisionEngine", state: str, questions: dict[str, Any], invariant: bool) -> Any:
-    return engine.score({"state": state, "questions": questions, "x_batch_invariant": invariant})
+def _body(state: str, questions: dict[str, Any], invariant: bool) -> dict[str, Any]:
+    return {"state": state, "questions": questions, "x_batch_invariant": invariant}
 
 
 def _measure_state(engine: "DecisionEngine", record: dict[str, Any], invariant: bool) -> tuple[dict[str, list[float]], int, float]:
     """One state in one mode: the deviations of each question (alone, reversed) from the together answer."""
     state, questions = record["state"], record["questions"]
-    engine.clear_cache()
-    started = time.perf_counter()
-    together = _ask(engine, state, questions, invariant)
-    seconds = time.perf_counter() - started
-    backwards = _ask(engine, state, dict(reversed(list(questions.items()))), invariant)
-    alone = {qid: _ask(engine, state, {qid: q}, invariant).answers[qid] for qid, q in questions.items()}
+    together, seconds = time_cold(engine, _body(state, questions, invariant))
+    backwards = engine.score(_body(state, dict(reversed(list(questions.items()))), invariant))
+    alone = {qid: engine.score(_body(state, {qid: q}, invariant)).answers[qid] for qid, q in questions.items()}
     found: dict[str, list[float]] = {"alone": [], "reversed": []}
     changed = 0
     for qid, answer in together.answers.items():

@@ -14,7 +14,6 @@ the plain arm's, both from a cold prefix cache, alternating which goes first.
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...arguments import engine_overrides
@@ -22,7 +21,7 @@ from ...decision.schema import parse_request
 from ...settings import load_settings
 from ..answers import read_argmax
 from ..quality.labeled import LabeledItem, label_to_index, read_labeled_limited
-from .workload import describe_engine_run, write_model_result
+from .workload import describe_engine_run, time_cold, write_model_result
 
 if TYPE_CHECKING:
     from ...decision.engine import DecisionEngine
@@ -50,14 +49,12 @@ def run_preamble(engine: "DecisionEngine", items: Sequence[LabeledItem], progres
     keys = [(style, arm) for style in STYLES for arm in ARMS]
     tally = {k: {"questions": 0, "mass": 0.0, "labeled": 0, "correct": 0, "used": 0, "seconds": 0.0} for k in keys}
     for n, item in enumerate(tqdm(items, desc="bench preamble", unit="req", file=sys.stderr, disable=not progress)):
+        asked = parse_request(item.request).questions
         for style in STYLES:
             for arm in ARMS if n % 2 == 0 else ARMS[::-1]:
                 t = tally[(style, arm)]
-                engine.clear_cache()
-                started = time.perf_counter()
-                response = engine.score(_request(item, style, arm))
-                t["seconds"] += time.perf_counter() - started
-                asked = parse_request(item.request).questions
+                response, took = time_cold(engine, _request(item, style, arm))
+                t["seconds"] += took
                 for qid, answer in response.answers.items():
                     t["questions"] += 1
                     t["mass"] += answer.option_mass

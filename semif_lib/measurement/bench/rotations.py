@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -34,7 +33,7 @@ from ...decision.schema import DEFAULT_ROTATIONS
 from ...model.locate import hash_file
 from ...settings import load_settings
 from ..quality.labeled import LabeledItem, read_labeled_limited
-from .workload import describe_machine, load_workload
+from .workload import describe_machine, load_workload, time_cold
 
 if TYPE_CHECKING:
     from ...decision.engine import DecisionEngine
@@ -56,13 +55,6 @@ def _choice_request(item: LabeledItem, shift: int, debias: bool, rotations: int)
     return {"state": item.request["state"], "questions": questions}
 
 
-def _timed(engine: "DecisionEngine", request: dict[str, Any]) -> tuple[Any, float]:
-    engine.clear_cache()  # both variants cold: the prefill is in both, the rotations add only branches
-    started = time.perf_counter()
-    response = engine.score(request)
-    return response, time.perf_counter() - started
-
-
 def count_decoded_tokens(response: Any) -> int:
     """Tokens a cold request decoded: its whole prefix, then its branches with shared leading tokens counted once."""
     return int(response.timing["prefix_tokens"]) + int(response.timing["branch_tokens"])
@@ -81,7 +73,7 @@ def run_rotations(engine: "DecisionEngine", items: Sequence[LabeledItem], rotati
         variants = ("plain", "rotations") if n % 2 == 0 else ("rotations", "plain")
         answers = {}
         for variant in variants:
-            response, took = _timed(engine, _choice_request(item, 0, variant == "rotations", rotations))
+            response, took = time_cold(engine, _choice_request(item, 0, variant == "rotations", rotations))
             seconds[variant] += took
             tokens[variant] += count_decoded_tokens(response)
             shifted = engine.score(_choice_request(item, 1, variant == "rotations", rotations))
@@ -132,7 +124,7 @@ def run_long_states(engine: "DecisionEngine", states: Sequence[dict[str, Any]], 
         for variant in ("plain", "rotations") if n % 2 == 0 else ("rotations", "plain"):
             rotated = variant == "rotations"
             topic = {**TOPIC, "x_debias": "rotations", "x_rotations": rotations} if rotated else {**TOPIC, "x_debias": "none"}
-            response, took = _timed(engine, {"state": record["state"], "questions": {**record["questions"], "topic": topic}})
+            response, took = time_cold(engine, {"state": record["state"], "questions": {**record["questions"], "topic": topic}})
             seconds[variant] += took
             tokens[variant] += count_decoded_tokens(response)
     cost = seconds["rotations"] / seconds["plain"] if seconds["plain"] else None

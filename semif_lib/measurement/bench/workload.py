@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import metadata
@@ -29,7 +30,7 @@ from ...settings import load_settings
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
 __all__ = ["describe_bench_run", "describe_engine_run", "describe_machine", "first_questions", "load_or_run", "load_workload",
-           "write_model_result", "write_result"]
+           "time_cold", "write_model_result", "write_result"]
 
 
 def load_workload(path: Path = WORKLOAD, quick: bool = False, states: int | None = None) -> list[dict[str, Any]]:
@@ -81,6 +82,14 @@ def describe_bench_run(args: Any) -> tuple[Any, dict[str, Any]]:
     meta = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:2] == ["bench"] else command,
             "model": str(settings.model_path or "embedded SmolLM2-135M-Instruct Q4_1"), "machine": describe_machine(settings)}
     return settings, meta
+
+
+def time_cold(engine: Any, request: dict[str, Any]) -> tuple[Any, float]:
+    """`request` scored from an empty prefix cache, and its seconds: arms compared cold all pay the same prefill."""
+    engine.clear_cache()
+    started = time.perf_counter()
+    response = engine.score(request)
+    return response, time.perf_counter() - started
 
 
 def describe_engine_run(engine: Any) -> dict[str, Any]:
