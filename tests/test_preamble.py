@@ -83,13 +83,12 @@ def test_a_lead_in_the_options_do_not_follow_leaves_the_plain_answer_bit_for_bit
 def test_the_server_default_reads_preambles_and_a_request_opts_out(qwen_engine):
     engine = qwen_engine
     plain = engine.settings
-    engine.settings = plain.model_copy(update={"preamble_readout": True})
-    engine.preparer.settings = engine.settings
+    engine.settings = plain.model_copy(update={"preamble_readout": True})  # the setter hands them to the preparer too
     try:
         by_default = engine.score(_body(None)).answers["refund"]
         opted_out = engine.score(_body(False)).answers["refund"]
     finally:
-        engine.settings = engine.preparer.settings = plain
+        engine.settings = plain
     assert by_default.model_extra["x_preamble_used"] is True and "x_preamble_used" not in opted_out.model_extra
 
 
