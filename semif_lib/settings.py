@@ -7,11 +7,12 @@ reads `os.environ` itself, so tests can build one explicitly.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal, get_args
 
 from dotenv import dotenv_values  # pydantic-settings' own .env reader
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .contract import KILL_AFTER_S, MAX_PAYLOAD_BYTES, MODEL_DIR, PORT, SESSIONS_ENABLED_ENV, SESSIONS_EXPIRATION_ENV, SESSIONS_EXPIRATION_S
@@ -23,6 +24,7 @@ SETTINGS_CONFIG = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="
 # After the drain window (`drain_s`) uvicorn waits this much longer, then the worker's last decode
 # gets what is left; both end a second before SageMaker's SIGKILL (`serving.runner.Drain`).
 DRAIN_TAIL_S = 2.0
+RESERVED_RUN_IDS = frozenset({"text", "decision", "async", "batch", "adapter", "build", "sagemaker", "codebuild"})
 
 Mode = Literal["fresh", "serial", "parallel"]
 MODES: tuple[str, ...] = get_args(Mode)  # the execution modes a request may ask for (see decision.engine)
@@ -46,6 +48,28 @@ def detect_cpu_count() -> int:
     except (OSError, ValueError):
         pass
     return max(1, count)
+
+
+# An image named by its digest: what SageMaker pulls is then the very image that was built or given, whoever may push.
+IMAGE_BY_DIGEST = re.compile(r"^[a-z0-9.-]+/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$")
+ECR_REGISTRY = re.compile(r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+
+
+def require_image_digest(uri: str) -> str:
+    """`uri` when it names an image by digest (`<registry>/<repository>@sha256:<64 hex>`); else a one-line `ValueError`
+    that gives the AWS CLI command reading the digest of the tag it names (a tag is refused: anyone who may push to
+    the repository, or delete and recreate it, can put another image under it)."""
+    if IMAGE_BY_DIGEST.match(uri):
+        return uri
+    registry, _, path = uri.partition("/")
+    repository, _, tag = path.partition("@")[0].rpartition(":") if ":" in path else (path, "", "")
+    ecr = ECR_REGISTRY.match(registry)
+    where = f"--region {ecr['region']} --registry-id {ecr['account']} " if ecr else ""
+    read = (f"aws ecr describe-images {where}--repository-name {repository or '<repository>'} --image-ids imageTag={tag or '<tag>'} "
+            "--query 'imageDetails[0].imageDigest' --output text")
+    raise ValueError(f"{uri!r} is not an image by digest: give <registry>/<repository>@sha256:<64 hex>, never a tag (anyone who "
+                     f"may push can move a tag to another image); read the digest with `{read}` and use "
+                     f"{registry or '<registry>'}/{repository or '<repository>'}@<that digest>")
 
 
 class EngineSettings(BaseSettings):
@@ -112,14 +136,6 @@ class ServerSettings(BaseSettings):
                     "(SageMaker sends SIGKILL 30 s after SIGTERM).")
     request_timeout_s: float = Field(
         55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
-    # Stateful sessions: SageMaker's two variables (AWS's container standard), then the adapter's bounds on them.
-    stateful_sessions: bool = Field(
-        False, validation_alias=SESSIONS_ENABLED_ENV, description="Open SageMaker stateful sessions ({\"requestType\": "
-        "\"NEW_SESSION\"}); a session keeps the states its requests use cached on this instance until it closes or expires.")
-    sessions_expiration_s: int = Field(
-        SESSIONS_EXPIRATION_S, ge=1, validation_alias=SESSIONS_EXPIRATION_ENV, description="A session's lifetime in seconds, "
-        "fixed when it opens (its Expires).")
-    max_sessions: int = Field(256, ge=1, le=100000, description="Sessions open at once; one more is refused 429.")
     session_tokens: int = Field(
         2048, ge=0, description="Tokens of cached states that open sessions keep from eviction together (at most the prefix cache's "
                                 "budget, SEMIF_CACHE_TOKENS); a session request whose state would pass it is refused 429.")
@@ -144,7 +160,19 @@ class AwsSettings(BaseSettings):
     model_config = SETTINGS_CONFIG
 
     run_id: str | None = Field(
-        None, pattern=r"^[a-z0-9]{4,12}$", description="Suffix on every resource name; default: a random one kept in the state file.")
+        None, pattern=r"^[a-z0-9]{4,12}$",
+        description="Suffix on every resource name; default: a random one kept in the state file. In an event team's account, the "
+                    "Studio user profile (the policies scope every name to it), so never a word of a resource name.")
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_is_no_name_word(cls, value: str | None) -> str | None:
+        # names are semif-<purpose words>-<run id>[-<hash>]: a run id that is one of those words would match another run's
+        # names under the policies' semif-*-<run id> patterns
+        if value in RESERVED_RUN_IDS:
+            raise ValueError(f"run id {value!r} is a word of the workshop's resource names ({', '.join(sorted(RESERVED_RUN_IDS))})")
+        return value
+
     aws_region: str | None = Field(
         None, description="AWS region; default: the boto3 session's (AWS_REGION / AWS_DEFAULT_REGION / profile).")
     aws_endpoint_url: str | None = Field(
@@ -161,7 +189,14 @@ class AwsSettings(BaseSettings):
         None, description="Permissions boundary (a managed policy's name or ARN) on every role the workshop creates; default "
                           "semif-workshop-role-boundary, made once per account from container/iam/workshop-role-boundary.json.")
     adapter_image_uri: str | None = Field(
-        None, description="A pre-built adapter image (ECR URI) notebook 04 deploys; set, notebook 03 builds nothing.")
+        None, description="A pre-built adapter image notebook 04 deploys, by digest only (<registry>/<repository>@sha256:<64 hex>: "
+                          "a tag can be moved to another image); set, notebook 03 builds nothing.")
+
+    @field_validator("adapter_image_uri")
+    @classmethod
+    def _adapter_image_by_digest(cls, value: str | None) -> str | None:
+        return None if value is None else require_image_digest(value)
+
     kms_key_id: str | None = Field(  # accounts that enforce KMS refuse SSE-S3 uploads
         None, description="KMS key (id, ARN or alias) for the bucket, its objects and the ECR repository; default SSE-S3 / AES256.")
     dlc_variant: Literal["cpu", "cuda", "arm64"] = Field(

@@ -95,7 +95,7 @@ def deploy_text_model(settings: Settings | None = None, state: WorkshopState | N
 
 def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
                         log: Callable[[str], None] = print) -> str:
-    """Step 03: build the decision adapter image with CodeBuild and return its ECR URI (local: a note;
+    """Step 03: build the decision adapter image with CodeBuild and return it by digest, `<ECR URI>@sha256:...` (local: a note;
     container: `container/Dockerfile` built here FROM the text path's DLC image, real or replica)."""
     settings, state = settings_and_state(settings, state)
     return state.set("image_uri", select_target(settings).build_adapter_image(state, wait, log))

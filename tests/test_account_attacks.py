@@ -27,6 +27,7 @@ from typing import Any, Callable
 import pytest
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
+OWNER, OTHER = "attendee", "attendee2"  # the attacker's user profile (its run id) and another attendee's
 ADMIN = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 ANYONE = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}
 SERVICES = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": [
@@ -89,13 +90,13 @@ def _enforce(aws_settings, tmp_path, principal: str, caller: str, policies: list
 def template_account(aws, aws_settings, tmp_path) -> Account:
     from semif_lib.aws.clients import make_client
 
-    from support.workshop_account import amazon_sagemaker_full_access, deploy_account, role_policies
+    from support.workshop_account import attendee_policies, deploy_account
 
     outputs, _ = deploy_account(make_client("cloudformation", aws_settings))
     _the_rest_of_the_account(None)
     studio = f"semif-studio-{REGION}"
-    policies = [amazon_sagemaker_full_access(), *role_policies(_admin("iam"), studio).values()]
-    studio_session = {"sagemaker:DomainId": "d-workshop", "sagemaker:UserProfileName": "attendee", "aws:SourceIdentity": "attendee"}
+    policies = attendee_policies(_admin("iam"), studio)
+    studio_session = {"sagemaker:DomainId": "d-workshop", "sagemaker:UserProfileName": OWNER, "aws:SourceIdentity": OWNER}
     enforcer, client = _enforce(aws_settings, tmp_path, outputs["StudioExecutionRoleArn"],
                                 f"arn:aws:sts::{ACCOUNT}:assumed-role/{studio}/SageMaker", policies, studio_session)
     return Account("template", studio, outputs["StudioExecutionRoleArn"], outputs["SageMakerExecutionRoleArn"],
@@ -111,10 +112,11 @@ def standalone_account(aws, aws_settings, tmp_path) -> Account:
     bucket = default_bucket(aws_settings)
     _the_rest_of_the_account(bucket)
     document = iamroles.boundary_document(aws_settings)  # what an administrator makes once
-    boundary = iam.create_policy(PolicyName=iamroles.BOUNDARY_NAME, PolicyDocument=json.dumps(document))["Policy"]["Arn"]
+    boundary = iam.create_policy(PolicyName=iamroles.boundary_name(REGION), PolicyDocument=json.dumps(document))["Policy"]["Arn"]
     iam.create_role(RoleName="semif-codebuild-shared", AssumeRolePolicyDocument=json.dumps(SERVICES))  # an administrator's, for everyone
     own = iam.create_role(RoleName="workshop-attendee", AssumeRolePolicyDocument=json.dumps(SERVICES))["Role"]["Arn"]
-    policies = [preflight.caller_policy(aws_settings, caller=own), preflight.provisioning_policy(aws_settings, caller=own)]
+    policies = [preflight.caller_policy(aws_settings, caller=own), preflight.build_policy(aws_settings),
+                preflight.provisioning_policy(aws_settings, caller=own)]
     enforcer, client = _enforce(aws_settings, tmp_path, own, f"arn:aws:sts::{ACCOUNT}:assumed-role/workshop-attendee/attendee", policies)
     return Account("standalone", "workshop-attendee", own, f"arn:aws:iam::{ACCOUNT}:role/semif-workshop/semif-sagemaker-r1",
                    "semif-codebuild-shared", bucket, client, enforcer, boundary=boundary, extra={"boundary_document": document})
@@ -260,7 +262,8 @@ def test_a_role_made_under_the_boundary_can_do_no_more_than_a_run_role(standalon
     role = iam.create_role(RoleName="semif-codebuild-evil", Path="/semif-workshop/", AssumeRolePolicyDocument=json.dumps(SERVICES),
                            PermissionsBoundary=a.boundary)["Role"]["Arn"]
     iam.put_role_policy(RoleName="semif-codebuild-evil", PolicyName="pwn", PolicyDocument=json.dumps(ADMIN))
-    cb.create_project(name="semif-adapter-build-evil", serviceRole=role, source={"type": "S3", "location": f"{a.bucket}/x.zip"},
+    source = {"type": "S3", "location": f"{a.bucket}/semif-workshop/r1/build/adapter.zip"}  # the policy: only from the workshop's prefix
+    cb.create_project(name="semif-adapter-build-evil", serviceRole=role, source=source,
                       artifacts={"type": "NO_ARTIFACTS"}, environment={"type": "LINUX_CONTAINER", "computeType": "BUILD_GENERAL1_SMALL",
                                                                        "image": "aws/codebuild/amazonlinux-x86_64-standard:5.0"})
     boundary = [a.extra["boundary_document"]]
@@ -353,7 +356,8 @@ def test_no_role_pattern_with_a_write_action_can_match_the_callers_own_role(aws,
     for own in ("arn:aws:iam::123456789012:role/workshop-attendee", "arn:aws:iam::123456789012:role/semif-sagemaker-me",
                 "arn:aws:iam::123456789012:role/semif-workshop/semif-codebuild-r1", "arn:aws:iam::123456789012:role/semif-studio-us-east-1",
                 "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"):
-        standalone = [preflight.caller_policy(aws_settings, caller=own), preflight.provisioning_policy(aws_settings, caller=own)]
+        standalone = [preflight.caller_policy(aws_settings, caller=own), preflight.build_policy(aws_settings),
+                      preflight.provisioning_policy(aws_settings, caller=own)]
         for action in ROLE_WRITES:
             context = {"iam:PermissionsBoundary": boundary_arn(aws_settings)}
             assert evaluate(standalone, action, own, context).kind == EXPLICIT_DENY, (own, action)

@@ -54,7 +54,7 @@ def test_the_deploy_prints_what_it_sends(state, aws_settings, fake_gguf, capsys)
 
     sent = _capture_sent(aws_settings)  # before any client exists: the SDK caches its clients
     workshop.package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
-    state.set("image_uri", "123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter:1")
+    state.set("image_uri", "123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter@sha256:" + "1" * 64)
     endpoint = workshop.deploy_decision_model(settings=aws_settings, state=state)
     workshop.enable_autoscaling(settings=aws_settings, state=state)
     from semif_lib.aws import scaling

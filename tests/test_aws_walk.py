@@ -341,7 +341,7 @@ def test_a_prebuilt_adapter_image_skips_step_03(state, aws_settings, fake_gguf):
     from semif_lib.aws.clients import make_client
     from semif_lib.workshop import build_adapter_image, deploy_decision_model, load_state, package_model
 
-    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/event-adapter:cpu-0123456789ab"
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/event-adapter@sha256:" + "0123456789abcdef" * 4
     settings = aws_settings.model_copy(update={"adapter_image_uri": image})
     st = load_state(settings)
     assert build_adapter_image(settings=settings, state=st, log=lambda _: None) == image

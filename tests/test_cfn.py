@@ -33,7 +33,9 @@ def template_attributes(region: str, bucket: str, prefix: str = "semif") -> dict
     """What CloudFormation resolves `!Ref WorkshopBucket` and the roles' `!GetAtt ... .Arn` to."""
     return {"WorkshopBucket": bucket, "StudioExecutionRole.Arn": role_arn(region, "studio", prefix),
             "SageMakerExecutionRole.Arn": role_arn(region, "sagemaker", prefix),
-            "CodeBuildServiceRole.Arn": role_arn(region, "codebuild", prefix)}
+            "CodeBuildServiceRole.Arn": role_arn(region, "codebuild", prefix),
+            "StudioUiPolicy": f"arn:aws:iam::{ACCOUNT}:policy/{prefix}-studio-ui-{region}",
+            "StudioGuardrailsPolicy": f"arn:aws:iam::{ACCOUNT}:policy/{prefix}-studio-guardrails-{region}"}
 
 
 def account_values(region: str, bucket: str, kms_key: str = "") -> dict[str, dict[str, str]]:
@@ -48,13 +50,16 @@ def account_values(region: str, bucket: str, kms_key: str = "") -> dict[str, dic
     roles = {"SAGEMAKER_ROLE": role_arn(region, "sagemaker"), "CODEBUILD_ROLE": role_arn(region, "codebuild"),
              "CALLER": role_arn(region, "studio").replace(":role/", ":role*/")}
     run = {**common, "PREFIX": "semif-workshop/*", "REPOSITORY": "semif-adapter-*", "PROJECT": "semif-adapter-build-*"}
-    return {"workshop-caller-policy": {**common, **roles, "PREFIX": "semif-workshop"}, "workshop-guardrails-policy": {**common, **roles},
+    # each attendee's names carry its user profile, which Studio sends as the source identity of every call
+    return {"workshop-caller-policy": {**common, **roles, "PREFIX": "semif-workshop", "OWNER": "${aws:SourceIdentity}"},
+            "workshop-build-policy": {**common, **roles, "PREFIX": "semif-workshop", "OWNER": "${aws:SourceIdentity}"},
+            "workshop-guardrails-policy": {**common, **roles}, "workshop-studio-ui-policy": common,
             "sagemaker-execution-policy": run, "codebuild-service-policy": run, "kms-key-policy": common,
             "studio-trust-policy": common, "sagemaker-trust-policy": common, "codebuild-trust-policy": common}
 
 
 ROLES = {  # role -> (its name's purpose, its trust policy file, its inline policy files without a KMS key)
-    "StudioExecutionRole": ("studio", "studio-trust-policy", ["workshop-caller-policy", "workshop-guardrails-policy"]),
+    "StudioExecutionRole": ("studio", "studio-trust-policy", ["workshop-caller-policy", "workshop-build-policy"]),
     "SageMakerExecutionRole": ("sagemaker", "sagemaker-trust-policy", ["sagemaker-execution-policy"]),
     "CodeBuildServiceRole": ("codebuild", "codebuild-trust-policy", ["codebuild-service-policy"]),
 }
@@ -80,8 +85,13 @@ def test_every_policy_in_the_template_is_its_container_iam_file(region, kms_key)
         for policy in properties["Policies"]:
             name = policy["PolicyName"]
             assert policy["PolicyDocument"] == load_policy(name, **values[name]), f"{role}: {name} drifted from container/iam/{name}.json"
-    assert template["Resources"]["StudioExecutionRole"]["Properties"]["ManagedPolicyArns"] == [
-        {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSageMakerFullAccess"}], "Studio's UI: and nothing else managed"
+    managed = {"StudioUiPolicy": "workshop-studio-ui-policy", "StudioGuardrailsPolicy": "workshop-guardrails-policy"}
+    assert "ManagedPolicyArns" not in template["Resources"]["StudioExecutionRole"]["Properties"], \
+        "no AWS managed policy: the attendee's identity is built up from what it calls, not subtracted from one"
+    for resource, name in managed.items():  # Studio's UI and the guardrails, from their own files, attached to the attendees' role
+        assert template["Resources"][resource]["Properties"]["Roles"] == [{"Ref": "StudioExecutionRole"}], resource
+        document = renderer.render(template["Resources"][resource]["Properties"]["PolicyDocument"])
+        assert document == load_policy(name, **values[name]), f"{resource} drifted from container/iam/{name}.json"
     service_roles = ("SageMakerExecutionRole", "CodeBuildServiceRole")
     assert not any("ManagedPolicyArns" in template["Resources"][r]["Properties"] for r in service_roles)
     assert {r: m["Account"] for r, m in template["Mappings"]["DlcAccounts"].items()} == DLC_ACCOUNTS
@@ -105,14 +115,17 @@ def test_the_policies_fit_iams_size_quotas():
     for role in ROLES:
         inline = renderer.render(template["Resources"][role]["Properties"])["Policies"]
         assert sum(_compact_size(p["PolicyDocument"]) for p in inline) <= 10_240, role
+    for managed in ("StudioUiPolicy", "StudioGuardrailsPolicy"):
+        assert _compact_size(renderer.render(template["Resources"][managed]["Properties"]["PolicyDocument"])) <= 6_144, managed
     standalone = {"PARTITION": "aws", "REGION": region, "ACCOUNT": ACCOUNT, "BUCKET": bucket, "PREFIX": "semif-workshop",
                   "DLC_ACCOUNT": "590183813437", "SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/semif-workshop/semif-sagemaker-*",
                   "CODEBUILD_ROLE": "arn:aws:iam::123456789012:role/semif-workshop/semif-codebuild-*",
                   "BOUNDARY_ARN": "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary",
-                  "CALLER": "arn:aws:iam::123456789012:role*/AWSReservedSSO_Attendee_0123456789abcdef"}
-    for name in ("workshop-caller-policy", "workshop-provisioning-policy", "workshop-role-boundary"):
+                  "CALLER": "arn:aws:iam::123456789012:role*/AWSReservedSSO_Attendee_0123456789abcdef", "OWNER": "*", "KMS_KEY_ARN": key}
+    for name in ("workshop-caller-policy", "workshop-build-policy", "workshop-provisioning-policy", "workshop-role-boundary",
+                 "workshop-studio-ui-policy"):
         document = load_policy(name, **standalone)
-        if name == "workshop-caller-policy":  # with SEMIF_KMS_KEY_ID the caller policy carries the key's statements too
+        if name in ("workshop-caller-policy", "workshop-build-policy"):  # with SEMIF_KMS_KEY_ID they carry the key's statements too
             document["Statement"] += load_policy("kms-key-policy", KMS_KEY_ARN=key)["Statement"]
         assert _compact_size(document) <= 6_144, name
 
@@ -129,7 +142,7 @@ def test_cfn_lints_iam_rules_pass_on_every_shipped_policy(aws, aws_settings):
 
     values = account_values("us-east-1", f"semif-sagemaker-{ACCOUNT}-us-east-1")
     own = f"arn:aws:iam::{ACCOUNT}:role/workshop-attendee"
-    documents = {"Caller": preflight.caller_policy(aws_settings, caller=own),
+    documents = {"Caller": preflight.caller_policy(aws_settings, caller=own), "Build": preflight.build_policy(aws_settings),
                  "Provisioning": preflight.provisioning_policy(aws_settings, caller=own),
                  "Boundary": iamroles.boundary_document(aws_settings),
                  "Guardrails": load_policy("workshop-guardrails-policy", **values["workshop-guardrails-policy"]),
@@ -146,7 +159,7 @@ SAMPLE_VALUES = {"PARTITION": "aws", "REGION": "us-east-1", "ACCOUNT": ACCOUNT, 
                  "DLC_ACCOUNT": "763104351884", "SAGEMAKER_ROLE": f"arn:aws:iam::{ACCOUNT}:role/x", "REPOSITORY": "semif-adapter-r1",
                  "CODEBUILD_ROLE": f"arn:aws:iam::{ACCOUNT}:role/y", "BOUNDARY_ARN": f"arn:aws:iam::{ACCOUNT}:policy/b",
                  "CALLER": f"arn:aws:iam::{ACCOUNT}:role*/c", "KMS_KEY_ARN": f"arn:aws:kms:us-east-1:{ACCOUNT}:key/k",
-                 "PROJECT": "semif-adapter-build-r1"}
+                 "PROJECT": "semif-adapter-build-r1", "OWNER": "r1"}
 
 
 def test_every_action_and_condition_key_is_one_aws_authorises():
@@ -370,15 +383,16 @@ def test_two_stacks_share_an_account_under_two_name_prefixes(aws, aws_settings):
     stack's attendees pass only its own service roles."""
     from semif_lib.aws.clients import make_client
 
-    from support.workshop_account import deploy_account, role_policies
+    from support.workshop_account import attendee_policies, deploy_account
 
     cf, iam = make_client("cloudformation", aws_settings), make_client("iam", aws_settings)
     first, _ = deploy_account(cf, "semif-workshop")
     second, _ = deploy_account(cf, "semif-rehearsal", NamePrefix="rehearsal", AdapterImageUri=f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/"
-                               "semif-adapter-event:cpu-0123456789ab")
+                               "semif-event-adapter@sha256:" + "0" * 64)
     assert not set(first.values()) & set(second.values()), (first, second)
     assert second["SageMakerExecutionRoleArn"] == role_arn("us-east-1", "sagemaker", "rehearsal")
-    guardrails = role_policies(iam, "rehearsal-studio-us-east-1")["workshop-guardrails-policy"]
+    guardrails = next(p for p in attendee_policies(iam, "rehearsal-studio-us-east-1")
+                      if p["Statement"][0]["Sid"] == "DenyPassingAnyRoleButTheWorkshopServiceRoles")
     assert guardrails["Statement"][0]["NotResource"] == [second["SageMakerExecutionRoleArn"], second["CodeBuildRoleArn"]]
 
 

@@ -152,10 +152,13 @@ def test_buildspec_logs_in_builds_checks_and_pushes():
     assert build[steps[1]].endswith(" check")
     assert '"$MEDIA_TYPE" != "$DOCKER_MANIFEST"' in build[steps[4]] and "exit 1" in build[steps[4]]
     assert spec["env"]["variables"]["DOCKER_MANIFEST"] == "application/vnd.docker.distribution.manifest.v2+json"
-    # every variable the buildspec reads is set by the CodeBuild project, by CodeBuild itself, or by the buildspec
+    # the digest the push reported is exported (batch_get_builds' exportedEnvironmentVariables), checked against ECR's
+    assert spec["env"]["exported-variables"] == ["IMAGE_DIGEST"] and spec["env"]["shell"] == "bash"
+    assert "export IMAGE_DIGEST=" in build[steps[3]] and '"$HELD_DIGEST" != "$IMAGE_DIGEST"' in build[steps[4]]
+    # every variable the buildspec reads is set by the CodeBuild project, by CodeBuild itself, by bash, or by the buildspec
     used = set(re.findall(r"\$\{?([A-Z_]+)", json.dumps(spec["phases"])))
     assert used <= {"AWS_DEFAULT_REGION", "CODEBUILD_BUILD_SUCCEEDING", "DLC_REGISTRY", "IMAGE_REPO_URI", "IMAGE_TAG", "BASE_IMAGE",
-                    "DOCKER_MANIFEST", "MEDIA_TYPE"}
+                    "DOCKER_MANIFEST", "MEDIA_TYPE", "IMAGE_DIGEST", "HELD_DIGEST", "PIPESTATUS"}
     import semif_lib.aws.imagebuild as ib
 
     source = (ROOT / "semif_lib" / "aws" / "imagebuild.py").read_text()

@@ -106,7 +106,8 @@ def test_text_endpoint_on_the_dlc(state, aws_settings, fake_gguf):
     assert role.endswith(":role/semif-workshop/semif-sagemaker-t3st01")  # the run's own role, under the path its policies name
     made = make_client("iam", aws_settings).get_role(RoleName="semif-sagemaker-t3st01")["Role"]
     assert "sagemaker.amazonaws.com" in json.dumps(made["AssumeRolePolicyDocument"])
-    assert made["PermissionsBoundary"]["PermissionsBoundaryArn"] == "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"
+    boundary = "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary-us-east-1"  # the boundary names its region
+    assert made["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary
     tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=endpoint["EndpointArn"])["Tags"]}
     assert tags["semif-run-id"] == "t3st01"
     # an unchanged redeploy creates nothing new

@@ -64,7 +64,7 @@ def test_both_paths_run_the_digest_the_tag_named_when_the_run_began(state, aws_s
     uri = workshop.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
     project = make_client("codebuild", aws_settings).batch_get_projects(names=["semif-adapter-build-t3st01"])["projects"][0]
     assert {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}["BASE_IMAGE"] == pinned
-    assert uri.endswith(":" + adapter_image_tag("cpu", build_source_zip()[1], pinned))
+    assert uri.endswith("@" + state.get("adapter_images")[adapter_image_tag("cpu", build_source_zip()[1], pinned)])
     assert adapter_image_tag("cpu", "s", pinned) != adapter_image_tag("cpu", "s", pinned.replace(first, moved))
 
 

@@ -168,9 +168,9 @@ def test_the_caller_policy_is_scoped_to_the_run(aws, aws_settings):
     from semif_lib.aws import preflight
 
     own = "arn:aws:iam::123456789012:role/workshop-attendee"
-    p = [preflight.caller_policy(aws_settings, caller=own)]
+    p = [preflight.caller_policy(aws_settings, caller=own), preflight.build_policy(aws_settings)]
     sm = "arn:aws:sagemaker:us-east-1:123456789012"
-    assert kind(p, "sagemaker:CreateModel", f"{sm}:model/semif-text-r") == "allowed"
+    assert kind(p, "sagemaker:CreateModel", f"{sm}:model/semif-text-r-0123456789ab") == "allowed"
     assert kind(p, "sagemaker:CreateModel", f"{sm}:model/someone-else") == "implicitDeny"
     assert kind(p, "sagemaker:ListModels", "*") == "implicitDeny"
     run_roles = "arn:aws:iam::123456789012:role/semif-workshop"  # the path the run's roles are made under
@@ -211,11 +211,13 @@ def test_a_boundary_caps_what_the_identity_policies_allow():
     ("s3", "HeadBucket", {"Bucket": "b"}, [("s3:ListBucket", "arn:aws:s3:::b", {})]),
     ("s3", "ListBuckets", {}, [("s3:ListBuckets", "*", {})]),
     ("sagemaker", "CreateModel", {"ModelName": "semif-text-r", "ExecutionRoleArn": "arn:aws:iam::1:role/x", "Tags": [{"Key": "a"}]},
-     [("sagemaker:CreateModel", "arn:aws:sagemaker:us-east-1:1:model/semif-text-r", {}),
-      ("sagemaker:AddTags", "arn:aws:sagemaker:us-east-1:1:model/semif-text-r", {}),
+     [("sagemaker:CreateModel", "arn:aws:sagemaker:us-east-1:1:model/semif-text-r", {"aws:TagKeys": ["a"], "aws:RequestTag/a": None}),
+      ("sagemaker:AddTags", "arn:aws:sagemaker:us-east-1:1:model/semif-text-r", {"aws:TagKeys": ["a"], "aws:RequestTag/a": None}),
       ("iam:PassRole", "arn:aws:iam::1:role/x", {"iam:PassedToService": "sagemaker.amazonaws.com"})]),
     ("sagemaker", "CreateEndpoint", {"EndpointName": "E", "EndpointConfigName": "c"},
-     [("sagemaker:CreateEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/e", {})]),
+     # authorised on the endpoint and on the config it serves (Service Authorization Reference)
+     [("sagemaker:CreateEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/e", {}),
+      ("sagemaker:CreateEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint-config/c", {})]),
     ("sagemaker", "DescribeEndpointConfig", {"EndpointConfigName": "c"},
      [("sagemaker:DescribeEndpointConfig", "arn:aws:sagemaker:us-east-1:1:endpoint-config/c", {})]),
     ("sagemaker-runtime", "InvokeEndpoint", {"EndpointName": "e"},
@@ -231,7 +233,7 @@ def test_a_boundary_caps_what_the_identity_policies_allow():
      [("sagemaker:InvokeEndpoint", "arn:aws:sagemaker:us-east-1:1:endpoint/e", {})]),
     # a build may run as another role than its project's: that passes the role
     ("codebuild", "StartBuild", {"projectName": "p", "serviceRoleOverride": "arn:aws:iam::1:role/admin"},
-     [("codebuild:StartBuild", "arn:aws:codebuild:us-east-1:1:project/p", {}),
+     [("codebuild:StartBuild", "arn:aws:codebuild:us-east-1:1:project/p", {"codebuild:serviceRole": "arn:aws:iam::1:role/admin"}),
       ("iam:PassRole", "arn:aws:iam::1:role/admin", {"iam:PassedToService": "codebuild.amazonaws.com"})]),
     ("iam", "CreateRole", {"RoleName": "semif-codebuild-r", "Path": "/semif-workshop/", "PermissionsBoundary": "arn:aws:iam::1:policy/b"},
      [("iam:CreateRole", "arn:aws:iam::1:role/semif-workshop/semif-codebuild-r", {"iam:PermissionsBoundary": "arn:aws:iam::1:policy/b"})]),

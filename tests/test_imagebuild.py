@@ -27,17 +27,25 @@ def test_source_zip_is_the_build_context_and_reproducible():
 
 
 def test_codebuild_flow(state, aws_settings):
+    """The build exports the digest it pushed; the image is returned and recorded by that digest, under its tag."""
     from semif_lib.aws.clients import make_client
     from semif_lib.workshop import build_adapter_image
 
     lines: list[str] = []
     uri = build_adapter_image(settings=aws_settings, state=state, log=lines.append)
-    assert uri.startswith("123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-t3st01:cpu-")
+    assert re.fullmatch(r"123456789012\.dkr\.ecr\.us-east-1\.amazonaws\.com/semif-adapter-t3st01@sha256:[0-9a-f]{64}", uri)
     assert any("SUCCEEDED" in line for line in lines), lines
+    assert state.get("image_uri") == uri
 
     ecr = make_client("ecr", aws_settings)
     repo = ecr.describe_repositories(repositoryNames=["semif-adapter-t3st01"])["repositories"][0]
     assert repo["imageTagMutability"] == "IMMUTABLE"
+    (tag, digest), = state.get("adapter_images").items()
+    assert tag.startswith("cpu-") and uri.endswith(f"@{digest}") and state.get("image_build_tag") == tag
+    held = ecr.describe_images(repositoryName="semif-adapter-t3st01", imageIds=[{"imageTag": tag}])["imageDetails"][0]
+    assert held["imageDigest"] == digest
+    build = make_client("codebuild", aws_settings).batch_get_builds(ids=[state.get("image_build_id")])["builds"][0]
+    assert build["exportedEnvironmentVariables"] == [{"name": "IMAGE_DIGEST", "value": digest}]  # what the buildspec exports
     assert repo["imageScanningConfiguration"]["scanOnPush"] is True
 
     cb = make_client("codebuild", aws_settings)
@@ -109,24 +117,214 @@ def test_a_failed_build_prints_the_last_lines_of_its_log(state, aws_settings):
     assert shown == lines[-BUILD_LOG_TAIL_LINES:]
 
 
-def test_unchanged_source_is_not_rebuilt(state, aws_settings):
-    from semif_lib.aws import imagebuild
+def _put_image(aws_settings, tag: str, config: str, media_type: str = "application/vnd.docker.distribution.manifest.v2+json") -> str:
+    """An image pushed under `tag` into the run's repository by someone other than its build; returns its digest."""
     from semif_lib.aws.clients import make_client
+
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": media_type, "layers": [],
+                           "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": config}})
+    return make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest,
+                                                      imageTag=tag)["image"]["imageId"]["imageDigest"]
+
+
+def _this_runs_tag(state, aws_settings) -> str:
+    from semif_lib.aws import imagebuild
     from semif_lib.aws.dlc import pin_dlc_image
 
-    _, sha = imagebuild.build_source_zip()
-    tag = imagebuild.adapter_image_tag("cpu", sha, pin_dlc_image(aws_settings, state))  # the digest the run builds FROM
-    repo = imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                           "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1,
-                                      "digest": "sha256:" + "0" * 64},
-                           "layers": []})
-    make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=tag)
+    return imagebuild.adapter_image_tag("cpu", imagebuild.build_source_zip()[1], pin_dlc_image(aws_settings, state))
+
+
+def _builds(aws_settings) -> list[str]:
+    from semif_lib.aws.clients import make_client
+
+    return make_client("codebuild", aws_settings).list_builds_for_project(projectName="semif-adapter-build-t3st01")["ids"]
+
+
+def test_unchanged_source_is_not_rebuilt(state, aws_settings):
+    """The tag this run's own build pushed, still holding the digest that build exported: no second build."""
+    from semif_lib.aws import imagebuild
+
+    uri = imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
     lines: list[str] = []
-    uri = imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lines.append)
-    assert uri == f"{repo['repositoryUri']}:{tag}"
-    assert lines == [f"{uri} already built from this source: no build needed"]
+    assert imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lines.append) == uri
+    assert lines == [f"{uri} ({state.get('image_build_tag')}) already built by this run from this source: no build needed"]
+    assert len(_builds(aws_settings)) == 1
+
+
+def test_a_tag_this_run_did_not_push_is_refused(state, aws_settings):
+    """Another identity pushes its image under the tag this run's build would push (the tag is a hash of the source, so
+    anyone with the same checkout knows it): it is refused, not deployed, and nothing is built."""
+    from semif_lib.aws import imagebuild
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.errors import ResourceFailedError
+
+    tag = _this_runs_tag(state, aws_settings)
+    imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
+    theirs = _put_image(aws_settings, tag, "sha256:" + "0" * 64)
+    with pytest.raises(ResourceFailedError) as refused:
+        imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    assert str(refused.value) == (
+        f"123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-t3st01:{tag} exists ({theirs}), but no build of this run "
+        "exported that image, so it is not used: another identity pushed it, or a build of this run failed after its push. "
+        f"Delete it (aws ecr batch-delete-image --repository-name semif-adapter-t3st01 --image-ids imageTag={tag}) and run this "
+        "step again")
+    assert not make_client("codebuild", aws_settings).list_projects()["projects"] and not state.get("image_uri")
+
+
+def test_an_image_replaced_under_this_runs_tag_is_refused(state, aws_settings):
+    """The run built and recorded its digest; the tag is freed (the image deleted) and another image pushed under it:
+    what the tag names now is not what this run built."""
+    from semif_lib.aws import imagebuild
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.errors import ResourceFailedError
+
+    uri = imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    tag = state.get("image_build_tag")
+    make_client("ecr", aws_settings).batch_delete_image(repositoryName="semif-adapter-t3st01", imageIds=[{"imageTag": tag}])
+    theirs = _put_image(aws_settings, tag, "sha256:" + "2" * 64)
+    with pytest.raises(ResourceFailedError, match=re.escape(
+            f"({uri}): ECR holds {theirs} there, not {uri.rpartition('@')[2]}, the image this run built: it was replaced")):
+        imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    assert len(_builds(aws_settings)) == 1
+
+
+def test_a_tag_taken_while_the_build_starts_fails_the_build(state, aws_settings):
+    """Another identity pushes under the tag between the run's check and its build's push: the repository's tags are
+    IMMUTABLE, so the build's push fails (and the build with it) instead of either image taking the other's place."""
+    from semif_lib.aws.clients import make_session
+    from semif_lib.aws.errors import ResourceFailedError
+    from semif_lib.workshop import build_adapter_image
+
+    def take_the_tag(**_):
+        _put_image(aws_settings, _this_runs_tag(state, aws_settings), "sha256:" + "3" * 64)  # returns None: the call goes on
+
+    make_session(aws_settings).events.register("before-call.codebuild.StartBuild", take_the_tag)
+    with pytest.raises(ResourceFailedError, match=r"FAILED: BUILD: FAILED docker push: .*already exists"):
+        build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    assert not state.get("adapter_images") and not state.get("image_uri")
+
+
+def test_a_repository_whose_tags_can_move_is_refused(state, aws_settings):
+    """A run makes its repository IMMUTABLE: one under its name with MUTABLE tags was made by someone else (the run's
+    force-deleted and made again), and is refused before anything is built into it."""
+    from semif_lib.aws import imagebuild
+    from semif_lib.aws.clients import make_client
+    from semif_lib.aws.errors import ResourceFailedError
+
+    make_client("ecr", aws_settings).create_repository(repositoryName="semif-adapter-t3st01", imageTagMutability="MUTABLE")
+    with pytest.raises(ResourceFailedError, match=re.escape(
+            "ECR repository semif-adapter-t3st01 has MUTABLE tags, and a run makes its repository IMMUTABLE: someone else made "
+            "this one") + ".*" + re.escape("(aws ecr delete-repository --repository-name semif-adapter-t3st01 --force)")):
+        imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
     assert not make_client("codebuild", aws_settings).list_projects()["projects"]
+
+
+def test_a_build_that_exports_no_digest_is_refused(state, aws_settings):
+    """A project whose buildspec exports no IMAGE_DIGEST (changed since the run made it, or an older buildspec): the
+    image it pushed cannot be named by digest, so it is not returned."""
+    from semif_lib.aws.clients import make_session
+    from semif_lib.aws.errors import ResourceFailedError
+    from semif_lib.workshop import build_adapter_image
+
+    def unexported(parsed, **_):
+        for build in parsed.get("builds", []):
+            build.pop("exportedEnvironmentVariables", None)
+
+    make_session(aws_settings).events.register("after-call.codebuild.BatchGetBuilds", unexported)
+    with pytest.raises(ResourceFailedError, match=r"exported no image digest \(IMAGE_DIGEST=''\).*exported-variables: \[IMAGE_DIGEST\]"):
+        build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    assert not state.get("adapter_images") and not state.get("image_uri")
+
+
+def test_a_build_not_waited_for_is_resumed_by_its_digest(state, aws_settings, fake_gguf):
+    """wait=False returns the tag, which no deployment takes; the next call waits for that same build (not a second one)
+    and returns the digest it exported."""
+    from semif_lib import workshop
+    from semif_lib.aws.errors import ResourceFailedError
+
+    tagged = workshop.build_adapter_image(settings=aws_settings, state=state, wait=False, log=lambda _: None)
+    assert tagged.endswith(f":{state.get('image_build_tag')}") and not state.get("adapter_images")
+    workshop.package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
+    with pytest.raises(ResourceFailedError, match=re.escape(f"the recorded adapter image {tagged} is not named by digest")):
+        workshop.deploy_decision_model(settings=aws_settings, state=state)
+    uri = workshop.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    assert uri.startswith(tagged.rpartition(":")[0] + "@sha256:") and len(_builds(aws_settings)) == 1
+
+
+def test_the_decision_endpoint_runs_the_digest_the_build_exported(state, aws_settings, fake_gguf):
+    """The model's Image is the image by digest; an endpoint whose instances resolved another digest (DescribeEndpoint's
+    DeployedImages, which AWS answers and moto does not) is refused, and so is a model under the run's name with
+    another image."""
+    from semif_lib import workshop
+    from semif_lib.aws import deployment, images
+    from semif_lib.aws.clients import make_client, make_session
+    from semif_lib.aws.errors import ResourceFailedError
+
+    workshop.package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
+    uri = workshop.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
+    name = workshop.deploy_decision_model(settings=aws_settings, state=state)
+    sm = make_client("sagemaker", aws_settings)
+    config = sm.describe_endpoint_config(EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"])
+    assert sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])["PrimaryContainer"]["Image"] == uri
+
+    other = uri.rpartition("@")[0] + "@sha256:" + "9" * 64
+
+    def resolved_elsewhere(parsed, **_):
+        for variant in parsed.get("ProductionVariants", []):
+            variant["DeployedImages"] = [{"SpecifiedImage": uri, "ResolvedImage": other}]
+
+    make_session(aws_settings).events.register("after-call.sagemaker.DescribeEndpoint", resolved_elsewhere)
+    with pytest.raises(ResourceFailedError, match=re.escape(f"variant AllTraffic runs {other}, not {uri}")):
+        workshop.deploy_decision_model(settings=aws_settings, state=state)
+    images.check_deployed_images({"ProductionVariants": [{"DeployedImages": [{"ResolvedImage": uri}]}]}, uri)
+
+    planned = deployment.plan_decision_endpoint(aws_settings.model_copy(update={"adapter_image_uri": other}), state)[0].request
+    sm.create_model(ModelName=planned["ModelName"], ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+                    PrimaryContainer={**planned["PrimaryContainer"], "Image": uri})
+    with pytest.raises(ResourceFailedError, match=re.escape(f"model {planned['ModelName']} exists with image {uri}, not {other}")):
+        workshop.deploy_decision_model(settings=aws_settings.model_copy(update={"adapter_image_uri": other}), state=state)
+
+
+# ------------------------------------------------------------------ an event team's image: by digest only
+EVENT_IMAGE = "111122223333.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-event"
+
+
+def test_a_prebuilt_image_is_taken_by_digest_only(monkeypatch, tmp_path):
+    """SEMIF_ADAPTER_IMAGE_URI names an image by digest; a tag is refused in one line that gives the command reading the
+    digest it names, and the reference to set instead."""
+    from semif_lib.errors import InvalidRequestError
+    from semif_lib.settings import load_settings
+
+    monkeypatch.setenv("SEMIF_SETTINGS_FILE", str(tmp_path / "none.env"))
+    pinned = f"{EVENT_IMAGE}@sha256:{'0123456789abcdef' * 4}"
+    monkeypatch.setenv("SEMIF_ADAPTER_IMAGE_URI", pinned)
+    assert load_settings().adapter_image_uri == pinned
+    monkeypatch.setenv("SEMIF_ADAPTER_IMAGE_URI", f"{EVENT_IMAGE}:cpu-0123456789ab")
+    with pytest.raises(InvalidRequestError) as refused:
+        load_settings()
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(f"SEMIF_ADAPTER_IMAGE_URI='{EVENT_IMAGE}:cpu-0123456789ab'")
+    assert ("read the digest with `aws ecr describe-images --region us-east-1 --registry-id 111122223333 --repository-name "
+            "semif-adapter-event --image-ids imageTag=cpu-0123456789ab --query 'imageDetails[0].imageDigest' --output text` "
+            f"and use {EVENT_IMAGE}@<that digest>") in line
+    for given in (EVENT_IMAGE, f"{EVENT_IMAGE}@sha256:abc", f"{EVENT_IMAGE}:cpu@sha256:{'0' * 64}x"):
+        monkeypatch.setenv("SEMIF_ADAPTER_IMAGE_URI", given)
+        with pytest.raises(InvalidRequestError, match="is not an image by digest"):
+            load_settings()
+
+
+def test_a_prebuilt_image_skips_the_build_by_digest_only(state, aws_settings):
+    """A settings object made without validation (model_copy) is checked again where the image is used."""
+    from semif_lib.aws import imagebuild, images
+
+    pinned = f"{EVENT_IMAGE}@sha256:{'0' * 64}"
+    lines: list[str] = []
+    assert imagebuild.build_adapter_image(aws_settings.model_copy(update={"adapter_image_uri": pinned}), state, log=lines.append) == pinned
+    assert lines == [f"{pinned}: pre-built (SEMIF_ADAPTER_IMAGE_URI), by digest: no build"]
+    tagged = aws_settings.model_copy(update={"adapter_image_uri": f"{EVENT_IMAGE}:cpu-1"})
+    for use in (lambda: imagebuild.build_adapter_image(tagged, state), lambda: images.decision_image(tagged, state)):
+        with pytest.raises(ValueError, match="imageTag=cpu-1"):
+            use()
 
 
 # ------------------------------------------------------------------ the Dockerfile's DLC variants (arm64 has its own repository)
@@ -151,22 +349,22 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 def test_an_image_sagemaker_would_refuse_is_named_before_an_endpoint_is_made(state, aws_settings):
     """SageMaker's CreateModel refuses OCI manifests and indexes (what Docker 29's containerd store and BuildKit's
     attestations push): an adapter image stored so is refused here, naming its media type and the fix."""
-    from semif_lib.aws import imagebuild
-    from semif_lib.aws.clients import make_client
-    from semif_lib.aws.dlc import pin_dlc_image
+    from semif_lib.aws import imagebuild, images
     from semif_lib.aws.errors import ResourceFailedError
 
-    _, sha = imagebuild.build_source_zip()
-    tag = imagebuild.adapter_image_tag("cpu", sha, pin_dlc_image(aws_settings, state))
+    tag = _this_runs_tag(state, aws_settings)
     imagebuild.ensure_ecr_repository("semif-adapter-t3st01", aws_settings, state)
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "layers": [],
-                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "size": 1, "digest": "sha256:" + "1" * 64}})
-    make_client("ecr", aws_settings).put_image(repositoryName="semif-adapter-t3st01", imageManifest=manifest, imageTag=tag)
-    refusal = re.escape(f"was pushed as {OCI_MANIFEST}; SageMaker's CreateModel takes only {imagebuild.DOCKER_MANIFEST}.")
+    digest = _put_image(aws_settings, tag, "sha256:" + "1" * 64, OCI_MANIFEST)
+    state.set("adapter_images", {tag: digest})  # as if this run's build had pushed it (the buildspec would have failed)
+    refusal = re.escape(f"was pushed as {OCI_MANIFEST}; SageMaker's CreateModel takes only {images.DOCKER_MANIFEST}.")
     with pytest.raises(ResourceFailedError, match=refusal + ".*--provenance=false --sbom=false"):
         imagebuild.build_adapter_image(settings=aws_settings, state=state, log=lambda _: None)
-    imagebuild.check_manifest("x", {"imageManifestMediaType": imagebuild.DOCKER_MANIFEST})  # the one it takes
-    imagebuild.check_manifest("x", None)  # nothing pushed (moto's builds push nothing): nothing to refuse
+    images.check_manifest("x", {"imageDigest": digest, "imageManifestMediaType": images.DOCKER_MANIFEST}, digest)  # it takes that
+    with pytest.raises(ResourceFailedError, match="x: ECR has no such image"):
+        images.check_manifest("x", None, digest)
+
+
+PUSHED = "sha256:" + "ab" * 32  # the digest the stand-in docker push reports
 
 
 STAND_IN_DOCKER = """#!/bin/bash
@@ -175,17 +373,25 @@ case "$1 $2" in
   "buildx version") [ "$BUILDX" != none ] || exit 1 ;;
   "buildx build") if [ "$3" = --help ]; then [ "$BUILDX" = new ] && echo "      --provenance string   Shorthand"; echo "  -t, --tag"; fi ;;
 esac
+if [ "$1" = push ]; then
+  [ "$PUSH" = fails ] && { echo "tag invalid: The image tag '${2##*:}' already exists and cannot be overwritten" >&2; exit 1; }
+  echo "${2##*:}: digest: $PUSHED size: 1234"
+fi
+exit 0
 """
 STAND_IN_AWS = """#!/bin/bash
 echo "aws $*" >> "$CALLS"
-[ "$2" = describe-images ] && echo "$MEDIA_TYPE"
+[ "$2" = describe-images ] && printf '%s\\t%s\\n' "$HELD_DIGEST" "$MEDIA_TYPE"
 exit 0
 """
 
 
-def _run_buildspec(tmp_path, buildx: str, media_type: str) -> tuple[int, list[str], str]:
-    """container/buildspec.yml's pre_build and build commands, in order as CodeBuild runs them (a failing command fails
-    the phase), with docker and aws stand-ins that record their calls; returns (exit status, calls, output)."""
+def _run_buildspec(tmp_path, buildx: str, media_type: str, held: str = PUSHED, push: str = "works") -> tuple[int, list[str], str, str]:
+    """container/buildspec.yml's pre_build and build commands, in order as CodeBuild runs them: in one shell of the
+    buildspec's `env: shell` (a variable one command exports is there for the next, and for `exported-variables`), a
+    failing command failing the phase, with docker and aws stand-ins that record their calls (ECR holding `held` under the
+    tag, as `media_type`); returns (exit status, calls, output, the exported IMAGE_DIGEST)."""
+    import shlex
     import subprocess
 
     import yaml
@@ -193,24 +399,26 @@ def _run_buildspec(tmp_path, buildx: str, media_type: str) -> tuple[int, list[st
     from semif_lib.paths import repo_root
 
     spec = yaml.safe_load((repo_root() / "container" / "buildspec.yml").read_text())
+    assert spec["env"]["shell"] == "bash" and spec["env"]["exported-variables"] == ["IMAGE_DIGEST"]
     tools = tmp_path / "bin"
     tools.mkdir()
     for name, body in {"docker": STAND_IN_DOCKER, "aws": STAND_IN_AWS}.items():
         (tools / name).write_text(body)
         (tools / name).chmod(0o755)
     calls = tmp_path / "calls.log"
-    env = {"PATH": f"{tools}:/usr/bin:/bin", "CALLS": str(calls), "BUILDX": buildx, "MEDIA_TYPE": media_type, **spec["env"]["variables"],
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "CALLS": str(calls), "BUILDX": buildx, "MEDIA_TYPE": media_type, "HELD_DIGEST": held,
+           "PUSHED": PUSHED, "PUSH": push, **spec["env"]["variables"],
            "AWS_DEFAULT_REGION": "us-east-1", "IMAGE_TAG": "cpu-0123456789ab",
            "BASE_IMAGE": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x",
            "IMAGE_REPO_URI": "123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-r1",
            "DLC_REGISTRY": "763104351884.dkr.ecr.us-east-1.amazonaws.com"}
-    output = ""
-    for command in spec["phases"]["pre_build"]["commands"] + spec["phases"]["build"]["commands"]:
-        done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=30)
-        output += done.stdout + done.stderr
-        if done.returncode:
-            return done.returncode, calls.read_text().splitlines(), output
-    return 0, calls.read_text().splitlines(), output
+    commands = spec["phases"]["pre_build"]["commands"] + spec["phases"]["build"]["commands"]
+    script = "".join(f"eval {shlex.quote(command)} || exit $?\n" for command in commands)
+    script += 'echo "exported IMAGE_DIGEST=$IMAGE_DIGEST"\n'
+    done = subprocess.run([spec["env"]["shell"], "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    output = done.stdout + done.stderr
+    exported = next((line.partition("=")[2] for line in done.stdout.splitlines() if line.startswith("exported IMAGE_DIGEST=")), "")
+    return done.returncode, calls.read_text().splitlines(), output, exported
 
 
 @pytest.mark.parametrize(("buildx", "flags"), [("new", True), ("old", False), ("none", False)],
@@ -218,21 +426,37 @@ def _run_buildspec(tmp_path, buildx: str, media_type: str) -> tuple[int, list[st
 def test_the_buildspec_builds_without_attestations_where_docker_can(tmp_path, buildx, flags):
     """Where `docker buildx build` knows --provenance, the build turns provenance and SBOM off and exports Docker media
     types; an older docker gets the classic builder, which makes neither attestations nor OCI media types (and would
-    refuse the flags)."""
-    status, calls, _ = _run_buildspec(tmp_path, buildx, "application/vnd.docker.distribution.manifest.v2+json")
-    assert status == 0
+    refuse the flags). The digest the push reported is exported, once ECR holds it under the tag."""
+    status, calls, _, exported = _run_buildspec(tmp_path, buildx, "application/vnd.docker.distribution.manifest.v2+json")
+    assert status == 0 and exported == PUSHED
     built = [c for c in calls if c.startswith(("docker build ", "docker buildx build ")) and "--help" not in c]
     assert len(built) == 1 and built[0].endswith("-t semif-adapter:cpu-0123456789ab .")
     assert built[0].startswith("docker buildx build --provenance=false --sbom=false --output type=docker -f container/Dockerfile")  \
         if flags else built[0].startswith("docker build -f container/Dockerfile --build-arg BASE_IMAGE=")
-    assert calls[-1] == ("aws ecr describe-images --region us-east-1 --repository-name semif-adapter-r1 --image-ids "
-                         "imageTag=cpu-0123456789ab --query imageDetails[0].imageManifestMediaType --output text")
+    assert calls[-2:] == ["docker push 123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-r1:cpu-0123456789ab",
+                          "aws ecr describe-images --region us-east-1 --repository-name semif-adapter-r1 --image-ids "
+                          "imageTag=cpu-0123456789ab --query imageDetails[0].[imageDigest,imageManifestMediaType] --output text"]
 
 
 @pytest.mark.parametrize("media_type", [OCI_MANIFEST, "application/vnd.oci.image.index.v1+json",
                                         "application/vnd.docker.distribution.manifest.list.v2+json"])
 def test_the_buildspec_fails_the_build_when_ecr_holds_a_manifest_sagemaker_refuses(tmp_path, media_type):
-    status, _, output = _run_buildspec(tmp_path, "new", media_type)
+    status, _, output, _ = _run_buildspec(tmp_path, "new", media_type)
     assert status != 0
     assert (f"FATAL: 123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-r1:cpu-0123456789ab was pushed as {media_type}; "
             "SageMaker's CreateModel takes only application/vnd.docker.distribution.manifest.v2+json") in output
+
+
+def test_the_buildspec_fails_the_build_when_the_tag_holds_another_digest_or_the_push_fails(tmp_path):
+    """ECR holding another image under the tag than the push reported (a repository whose tags move): the build fails
+    naming both. A push ECR refuses (a tag an IMMUTABLE repository already holds) fails the build through `tee`."""
+    other = "sha256:" + "cd" * 32
+    status, _, output, _ = _run_buildspec(tmp_path, "new", "application/vnd.docker.distribution.manifest.v2+json", held=other)
+    assert status != 0
+    assert (f"FATAL: 123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter-r1:cpu-0123456789ab is {other} in ECR, not {PUSHED}: "
+            "the image pushed cannot be named by digest") in output
+    (tmp_path / "again").mkdir()
+    status, calls, output, exported = _run_buildspec(tmp_path / "again", "new", "application/vnd.docker.distribution.manifest.v2+json",
+                                                     push="fails")
+    assert status != 0 and "already exists and cannot be overwritten" in output and not exported
+    assert calls[-1].startswith("docker push "), "nothing after a failed push"

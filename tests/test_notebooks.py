@@ -465,10 +465,11 @@ def _as_identity(moto_env: dict[str, str], monkeypatch, tmp_path: Path, studio: 
         policies = [amazon_sagemaker_full_access()]
     else:
         settings = _aws_settings(moto_env)
-        _admin_client(moto_env, "iam").create_policy(PolicyName=iamroles.BOUNDARY_NAME,
+        _admin_client(moto_env, "iam").create_policy(PolicyName=iamroles.boundary_name(REGION),
                                                      PolicyDocument=json.dumps(iamroles.boundary_document(settings)))
         own = "arn:aws:iam::123456789012:role/workshop-attendee"  # the role create_identity makes
-        policies = [preflight.caller_policy(settings, caller=own), preflight.provisioning_policy(settings, caller=own)]
+        policies = [preflight.caller_policy(settings, caller=own), preflight.build_policy(settings),
+                    preflight.provisioning_policy(settings, caller=own)]
     credentials, identity_file = create_identity(moto_env["SEMIF_AWS_ENDPOINT_URL"], REGION, tmp_path / "identity", policies, studio)
     return {**moto_env, **credentials}, identity_file
 
@@ -494,7 +495,7 @@ def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
 
     env, identity_file = _as_identity(moto_env, monkeypatch, tmp_path, studio=False)
     setup = _kernel_setup(identity_file)
-    boundary = "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"
+    boundary = f"arn:aws:iam::123456789012:policy/semif-workshop-role-boundary-{REGION}"
     texts, created, fresh_calls = {}, [], 0
     for name in WALK:
         fresh_calls = _queue_walk_results(env, name) or fresh_calls
@@ -533,13 +534,14 @@ def _as_the_event_teams_attendee(moto_env: dict[str, str], monkeypatch, tmp_path
     (read back from moto) in a Studio session, and the kernels' settings from the file its lifecycle script writes
     (no SEMIF_TARGET in the environment)."""
     from support.aws_identity import create_identity
-    from support.workshop_account import amazon_sagemaker_full_access, deploy_account, lifecycle_script, role_policies
+    from support.workshop_account import attendee_policies, deploy_account, lifecycle_script
 
     _as_administrator(moto_env, monkeypatch)
     outputs, _ = deploy_account(_admin_client(moto_env, "cloudformation"))
     studio = f"semif-studio-{REGION}"
-    policies = [amazon_sagemaker_full_access(), *role_policies(_admin_client(moto_env, "iam"), studio).values()]
-    context = {"sagemaker:DomainId": "d-workshop", "sagemaker:UserProfileName": "attendee", "aws:SourceIdentity": "attendee"}
+    policies = attendee_policies(_admin_client(moto_env, "iam"), studio)
+    # the attendee's user profile is its run id: Studio names it as the source identity of every call, and in the app's metadata
+    context = {"sagemaker:DomainId": "d-workshop", "sagemaker:UserProfileName": RUN_ID, "aws:SourceIdentity": RUN_ID}
     credentials, identity_file = create_identity(moto_env["SEMIF_AWS_ENDPOINT_URL"], REGION, tmp_path / "identity", policies, True,
                                                  role=outputs["StudioExecutionRoleArn"], context=context)
     attributes = {"WorkshopBucket": outputs["BucketName"], "StudioExecutionRole.Arn": outputs["StudioExecutionRoleArn"],
@@ -547,9 +549,12 @@ def _as_the_event_teams_attendee(moto_env: dict[str, str], monkeypatch, tmp_path
                   "CodeBuildServiceRole.Arn": outputs["CodeBuildRoleArn"]}
     home = tmp_path / "home"
     home.mkdir()
-    subprocess.run(["bash", "-c", lifecycle_script(REGION, {}, attributes)], env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                   check=True, timeout=30)
-    env = {k: v for k, v in {**moto_env, **credentials}.items() if k not in ("SEMIF_TARGET", "SEMIF_AWS_REGION")}
+    metadata = tmp_path / "identity" / "resource-metadata.json"  # create_identity wrote it; a JupyterLab space's names the profile
+    metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "DomainId": "d-workshop", "UserProfileName": RUN_ID}))
+    subprocess.run(["bash", "-c", lifecycle_script(REGION, {}, attributes)], check=True, timeout=30,
+                   env={"HOME": str(home), "PATH": "/usr/bin:/bin", "SEMIF_STUDIO_METADATA": str(metadata)})
+    assert f"SEMIF_RUN_ID={RUN_ID}" in (home / ".semif" / "settings.env").read_text()
+    env = {k: v for k, v in {**moto_env, **credentials}.items() if k not in ("SEMIF_TARGET", "SEMIF_AWS_REGION", "SEMIF_RUN_ID")}
     return {**env, "SEMIF_SETTINGS_FILE": str(home / ".semif" / "settings.env")}, identity_file, outputs
 
 
@@ -609,7 +614,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     _check_target_line(text_01, WALK[0])
     assert "(dry calls): " in text_01, "the default role may not simulate its policies: the check falls back to dry calls"
     assert ("warning: step 03 image build will stop on codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetPolicy, "
-            "iam:GetRole (denied); attach container/iam/workshop-caller-policy.json and "
+            "iam:GetRole (denied); attach container/iam/workshop-build-policy.json and "
             "container/iam/workshop-provisioning-policy.json") in text_01
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in text_01
     _queue_walk_results(env, WALK[1])
@@ -622,11 +627,12 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
     assert "\n" not in line and line.startswith(f"step 03 image build: {role}")
     assert "may not codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetPolicy, iam:GetRole (dry call: access denied)" in line
-    assert "Attach container/iam/workshop-caller-policy.json" in line
+    assert "Attach container/iam/workshop-build-policy.json" in line
     made = _leftovers(env)
     assert not [m for m in made if m.startswith(("ecr ", "codebuild ", "role "))], made
 
-    prebuilt = {**env, "SEMIF_ADAPTER_IMAGE_URI": "111122223333.dkr.ecr.us-east-1.amazonaws.com/event-adapter:cpu-0123456789ab"}
+    event_image = "111122223333.dkr.ecr.us-east-1.amazonaws.com/event-adapter@sha256:" + "0123456789abcdef" * 4  # by digest only
+    prebuilt = {**env, "SEMIF_ADAPTER_IMAGE_URI": event_image}
     _queue_endpoint_result(env, DECISION_RESULT)
     text_04 = _outputs_text(execute_notebook(WALK[3], prebuilt, setup=setup))
     assert "billing" in text_04 and "s3://" in text_04

@@ -17,7 +17,11 @@ def _values(settings, run_id):
     return {"partition": "aws", "region": settings.aws_region, "account": "123456789012",
             "bucket": f"semif-sagemaker-123456789012-{settings.aws_region}", "prefix": "semif-workshop", "run": run_id,
             "dlc_account": "763104351884", "dlc_repository": "llama-cpp",  # the DLC registry of us-east-1: its tag's digest is read
-            "boundary": "arn:aws:iam::123456789012:policy/semif-workshop-role-boundary"}
+            "boundary": f"arn:aws:iam::123456789012:policy/semif-workshop-role-boundary-{settings.aws_region}",
+            "spec": "0123456789ab", "job": "1205120000", "instance_type": settings.instance_type,
+            "transform_instance_type": settings.transform_instance_type, "build_compute": settings.codebuild_compute_type,
+            "build_image": "aws/codebuild/standard:7.0",
+            "codebuild_role": f"arn:aws:iam::123456789012:role/semif-workshop/semif-codebuild-{run_id}"}
 
 
 def _as_list(value):
@@ -25,18 +29,10 @@ def _as_list(value):
 
 
 def allows(policy: dict, action: str, resource: str, context: dict[str, str] | None = None) -> bool:
-    """A small IAM evaluator for Allow statements: action and resource wildcards, StringEquals/StringLike conditions."""
-    for st in policy["Statement"]:
-        if st["Effect"] != "Allow":
-            continue
-        if not any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in _as_list(st["Action"])):
-            continue
-        if not any(fnmatch.fnmatchcase(resource, r) for r in _as_list(st["Resource"])):
-            continue
-        conditions = {k: v for op in st.get("Condition", {}).values() for k, v in op.items()}
-        if all(any(fnmatch.fnmatchcase((context or {}).get(k, ""), v) for v in _as_list(vs)) for k, vs in conditions.items()):
-            return True
-    return False
+    """The walk's evaluator (support.iam_policy) on one policy: actions, resources, conditions and the session's variables."""
+    from support.iam_policy import evaluate
+
+    return evaluate([policy], action, resource, context or {}).allowed
 
 
 def test_the_caller_policy_grants_every_needed_action(aws, aws_settings):
@@ -45,7 +41,8 @@ def test_the_caller_policy_grants_every_needed_action(aws, aws_settings):
     from semif_lib.aws import permissions, preflight
 
     policy = preflight.caller_policy(aws_settings)
-    policies = {permissions.CALLER_POLICY: policy, permissions.PROVISIONING_POLICY: preflight.provisioning_policy(aws_settings)}
+    policies = {permissions.CALLER_POLICY: policy, permissions.BUILD_POLICY: preflight.build_policy(aws_settings),
+                permissions.PROVISIONING_POLICY: preflight.provisioning_policy(aws_settings)}
     for document in policies.values():  # every placeholder filled in
         assert re.findall(r"\$\{([^}]+)\}", json.dumps(document)) == []
     values = _values(aws_settings, "t3st01")
@@ -94,7 +91,8 @@ def test_every_call_the_workshop_makes_is_in_the_caller_policy(aws, aws_settings
     requests_file.write_text(json.dumps(example_requests[0]) + "\n")
     workshop.score_jsonlines(requests_file, settings=aws_settings, state=st)
     assert not workshop.cleanup(settings=aws_settings, state=st).failed
-    granted = [s for p in (preflight.caller_policy(aws_settings), preflight.provisioning_policy(aws_settings))
+    granted = [s for p in (preflight.caller_policy(aws_settings), preflight.build_policy(aws_settings),
+                           preflight.provisioning_policy(aws_settings))
                for s in p["Statement"] if s["Effect"] == "Allow"]
     needed = {a for service, op, params in calls for a in permissions.iam_action_for(service, op, params)}
     probes = {"iam:SimulatePrincipalPolicy", "servicequotas:ListServiceQuotas"}  # the check itself; optional (`?` without)
@@ -129,7 +127,7 @@ def test_the_check_runs_dry_calls_on_moto_and_creates_nothing(aws, aws_settings)
 
     table = tabulate_permissions(check)
     assert list(table.columns) == ["step", "action", "allowed", "how", "resource", "policy"] and len(table) == len(permissions.NEEDS)
-    assert set(table["policy"]) == {"workshop-caller-policy.json", "workshop-provisioning-policy.json", ""}
+    assert set(table["policy"]) == {"workshop-caller-policy.json", "workshop-build-policy.json", "workshop-provisioning-policy.json", ""}
     looks = list(table["allowed"] != "yes")
     assert 0 < sum(looks) < len(table) and looks == sorted(looks, reverse=True), "every row to look at comes before the yeses"
     assert len(table) > 60, "longer than pandas shows by default: notebook 01 raises display.max_rows for it"
@@ -166,8 +164,12 @@ def test_the_check_uses_policy_simulation_where_allowed(aws, aws_settings, monke
     assert sorted({r["action"] for r in check.missing}) == codebuild
     assert check.unchecked == []
     passes = [a for a in asked if "iam:PassRole" in a["ActionNames"]]
-    assert {e["ContextKeyValues"][0] for a in passes for e in a["ContextEntries"]} == {"sagemaker.amazonaws.com", "codebuild.amazonaws.com"}
-    assert "Attach container/iam/workshop-caller-policy.json" in check.summary()
+    assert {e["ContextKeyValues"][0] for a in passes for e in a["ContextEntries"] if e["ContextKeyName"] == "iam:PassedToService"} == \
+        {"sagemaker.amazonaws.com", "codebuild.amazonaws.com"}
+    # every simulation carries the session's source identity: in an event team's account, the user profile the names carry
+    assert all({"ContextKeyName": "aws:SourceIdentity", "ContextKeyValues": [st.run_id], "ContextKeyType": "string"} in a["ContextEntries"]
+               for a in asked)
+    assert "Attach container/iam/workshop-build-policy.json" in check.summary()
 
 
 def deny_dry_call(monkeypatch, service: str, operation: str, action: str) -> list[dict]:
@@ -317,7 +319,7 @@ def test_each_step_stops_only_on_its_own_rows(aws, aws_settings, fake_gguf, monk
             check.require(step="03", log=None)
         message = str(info.value)
         assert "\n" not in message and message.startswith("step 03 image build: ")
-        assert "codebuild:BatchGetProjects" in message and "workshop-caller-policy.json" in message
+        assert "codebuild:BatchGetProjects" in message and "workshop-build-policy.json" in message
         with pytest.raises(AwsPermissionError):
             check.require(log=None)  # every step: the old behaviour
 

@@ -31,6 +31,7 @@ from ..settings import Settings
 from .clients import make_client
 from .deployment import deploy_endpoint
 from .errors import ResourceFailedError, unless_gone
+from .images import decision_image
 from .packaging import ensure_bucket, sse_args
 from .runrecord import settings_and_state
 from .scaling import deadline_environment, register_variant
@@ -67,7 +68,7 @@ def deploy_async_decision_endpoint(settings: Settings | None = None, state: Work
     """The decision image as an async endpoint (`semif-decision-async-<run>`), its deadline inside `invocation_timeout_s`."""
     settings, state = settings_and_state(settings, state)
     _check_timeout(invocation_timeout_s)
-    image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
+    image = decision_image(settings, state)
     model_data = state.require("model_data_url", "01_package_gguf_to_s3 (workshop.package_model)")
     bucket = ensure_bucket(settings, state)
     base = f"s3://{bucket}/{async_prefix(state, settings)}"

@@ -41,6 +41,7 @@ from .clients import get_region, make_client, make_session
 from .dlc import GPU_INFERENCE_AMI, pin_dlc_image, resolve_dlc_image_uri
 from .errors import ResourceFailedError, unless_gone
 from .iamroles import resolve_execution_role
+from .images import check_deployed_images, check_model_image, decision_image
 from .packaging import plan_model_data_url
 from .runrecord import settings_and_state
 from .scaling import SCALABLE_DIMENSION, variant_resource
@@ -130,10 +131,12 @@ def ensure_model(call: ApiCall, settings: Settings, log: Callable[[str], None] =
     from sagemaker.core.resources import Model
 
     name = call.request["ModelName"]
-    if unless_gone(lambda: Model.get(model_name=name, **_sdk(settings))) is None:
+    existing = unless_gone(lambda: Model.get(model_name=name, **_sdk(settings)))
+    if existing is None:
         log(str(call))
         retry_while_role_propagates(lambda: Model.create(**call.as_sdk_arguments(), **_sdk(settings)), f"model {name}")
     else:
+        check_model_image(name, getattr(existing.primary_container, "image", None), call.request["PrimaryContainer"]["Image"])
         log(f"model {name} exists: CreateModel not sent")
     return name
 
@@ -280,8 +283,8 @@ def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapp
     state.record("sagemaker_endpoint_config", ensure_endpoint_config(plan.config, settings, log))
     ensure_endpoint(plan.endpoint, plan.config.request["EndpointConfigName"], settings, state, log)
     if wait:
-        wait_for_endpoint(plan.endpoint, settings=settings, progress=progress,
-                          expected_config=plan.config.request["EndpointConfigName"])
+        check_deployed_images(wait_for_endpoint(plan.endpoint, settings=settings, progress=progress,
+                                                expected_config=plan.config.request["EndpointConfigName"]), image_uri)
     return plan.endpoint
 
 
@@ -305,7 +308,7 @@ def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: fl
 
 
 PACKAGE_STEP = "01_package_gguf_to_s3 (workshop.package_model)"
-PLACEHOLDER_IMAGE = "<account>.dkr.ecr.<region>.amazonaws.com/<the adapter image notebook 03 builds>"
+PLACEHOLDER_IMAGE = "<account>.dkr.ecr.<region>.amazonaws.com/<the adapter repository notebook 03 makes>@<the digest its build pushed>"
 
 
 def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState | None = None,
@@ -321,7 +324,7 @@ def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState 
 def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
     """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
     settings, state = settings_and_state(settings, state)
-    image = settings.adapter_image_uri or state.require("image_uri", "03_build_adapter_image (workshop.build_adapter_image)")
+    image = decision_image(settings, state)
     model_data = state.require("model_data_url", PACKAGE_STEP)
     env = decision_env(settings.dlc_variant, settings.mode)
     return deploy_endpoint("decision", image, model_data, env, settings=settings, state=state, wait=wait,

@@ -32,13 +32,14 @@ from .dlc import dlc_account
 from .errors import DENIED_CODES, AwsPermissionError, error_code, is_not_found
 from .packaging import default_bucket
 
-__all__ = ["ROLE_PATH", "boundary_arn", "boundary_document", "ensure_boundary", "ensure_role", "kms_key_arn", "policy_values",
+__all__ = ["ROLE_PATH", "boundary_arn", "boundary_document", "boundary_name", "ensure_boundary", "ensure_role", "kms_key_arn",
+           "policy_values",
            "resolve_execution_role", "role_policy", "studio_execution_role"]
 
 INLINE_POLICY_NAME = "semif-least-privilege"
 ROLE_PATH = "/semif-workshop/"  # every role a run creates; the provisioning policy writes roles under this path only
 BOUNDARY_POLICY = "workshop-role-boundary"  # container/iam/workshop-role-boundary.json
-BOUNDARY_NAME = "semif-workshop-role-boundary"  # the managed policy made from it, once per account
+BOUNDARY_NAME = "semif-workshop-role-boundary"  # the managed policy made from it, once per account and region: <name>-<region>
 KMS_POLICY = "kms-key-policy"  # container/iam/kms-key-policy.json: added to every policy when SEMIF_KMS_KEY_ID is set
 # Where SageMaker Studio and notebook instances describe the running app (the SDK reads the same file).
 STUDIO_METADATA_FILE = "/opt/ml/metadata/resource-metadata.json"
@@ -82,18 +83,28 @@ def role_policy(policy: str, settings: Settings, values: dict[str, str]) -> dict
 
 def boundary_arn(settings: Settings) -> str:
     """The permissions boundary every role the workshop creates carries: `SEMIF_ROLE_BOUNDARY` (a managed policy's
-    name or ARN), else this account's `semif-workshop-role-boundary`."""
-    given = settings.role_boundary or BOUNDARY_NAME
+    name or ARN), else this account's `semif-workshop-role-boundary-<region>` (the boundary names its region)."""
+    given = settings.role_boundary or boundary_name(get_region(settings))
     if given.startswith("arn:"):
         return given
     return f"arn:{partition_for(get_region(settings))[0]}:iam::{get_account_id(settings)}:policy/{given}"
 
 
+def boundary_name(region: str) -> str:
+    return f"{BOUNDARY_NAME}-{region}"
+
+
 def boundary_document(settings: Settings) -> dict[str, Any]:
-    """`container/iam/workshop-role-boundary.json` for this account and bucket: the most a run role may ever do (what
-    `sagemaker-execution-policy.json` and `codebuild-service-policy.json` grant any run of the account, in any region)."""
-    return load_policy(BOUNDARY_POLICY, PARTITION=partition_for(get_region(settings))[0], ACCOUNT=get_account_id(settings),
-                       BUCKET=default_bucket(settings), PREFIX=settings.s3_prefix.strip("/"))
+    """`container/iam/workshop-role-boundary.json` for this account, region, bucket and KMS key: the most a run role may ever
+    do (what `sagemaker-execution-policy.json` and `codebuild-service-policy.json` grant any run of the account there); the
+    key's use only with `SEMIF_KMS_KEY_ID`, on that key alone."""
+    region = get_region(settings)
+    document = load_policy(BOUNDARY_POLICY, PARTITION=partition_for(region)[0], REGION=region, ACCOUNT=get_account_id(settings),
+                           BUCKET=default_bucket(settings), PREFIX=settings.s3_prefix.strip("/"), DLC_ACCOUNT=dlc_account(region))
+    arn = kms_key_arn(settings)
+    if arn:
+        document["Statement"] += load_policy(KMS_POLICY, KMS_KEY_ARN=arn)["Statement"]
+    return document
 
 
 def ensure_boundary(settings: Settings) -> str:
@@ -115,7 +126,7 @@ def ensure_boundary(settings: Settings) -> str:
             raise
         raise AwsPermissionError(
             f"the permissions boundary {arn} does not exist and this identity may not create it: an administrator creates it once "
-            "(aws iam create-policy --policy-name semif-workshop-role-boundary --policy-document <the JSON of "
+            f"(aws iam create-policy --policy-name {arn.rsplit('/', 1)[1]} --policy-document <the JSON of "
             "aws.iamroles.boundary_document(settings)>, from container/iam/workshop-role-boundary.json), or set SEMIF_ROLE_ARN "
             "and SEMIF_CODEBUILD_ROLE_ARN to roles made for the workshop") from None
     return arn

@@ -3,6 +3,12 @@
 No Docker is needed where the notebook runs. The zip holds `container/` (Dockerfile, buildspec,
 entrypoint) and the package source; its sha256 names the image tag, so an unchanged source is
 never rebuilt and the repository can keep IMMUTABLE tags.
+
+An image is deployed by digest only (`<repository uri>@sha256:<64 hex>`), never by its tag: the build exports the
+digest it pushed (`IMAGE_DIGEST`, container/buildspec.yml's `exported-variables`), the run records it under the tag
+(`adapter_images` in the state), and an image found under the tag is reused only when it is that digest. A tag this
+run's builds did not push is refused, whoever pushed it: anyone who may push to the repository, or delete it and make
+it again, could otherwise put an image of theirs where this run looks for its own.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import re
 import time
 import zipfile
 from pathlib import Path
@@ -18,22 +25,23 @@ from typing import Any, Callable
 from ..containers.runtime import image_exists
 from ..paths import repo_root
 from ..registry import WorkshopState
-from ..settings import Settings, load_settings
+from ..settings import Settings, load_settings, require_image_digest
 from .clients import get_account_id, get_region, in_region, make_client
 from .dlc import dlc_account, dlc_registry, pin_dlc_image, require_dlc_region, resolve_dlc_image_uri
 from .errors import DENIED_CODES, ResourceFailedError, error_code, is_not_found
 from .iamroles import ensure_role
+from .images import check_manifest, image_details
 from .packaging import ensure_bucket, sse_args
 from .runrecord import settings_and_state
 from .waits import retry_while_role_propagates, sleep_with_bar, status_bar
 
 __all__ = [
-    "DOCKER_MANIFEST",
+    "IMAGE_DIGEST_VARIABLE",
     "build_adapter_image",
     "build_source_zip",
-    "check_manifest",
     "ensure_codebuild_project",
     "ensure_ecr_repository",
+    "read_build_digest",
     "start_image_build",
     "wait_for_build",
 ]
@@ -46,6 +54,9 @@ SKIP_SUFFIXES = {".pyc", ".so", ".log"}
 BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
 BUILD_IMAGE_ARM = "aws/codebuild/amazonlinux-aarch64-standard:3.0"
 ZIP_EPOCH = (2020, 1, 1, 0, 0, 0)
+IMAGE_DIGEST_VARIABLE = "IMAGE_DIGEST"  # what container/buildspec.yml exports: the digest `docker push` reported
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+BUILT_IMAGES = "adapter_images"  # state value: {tag: digest} of the images this run's own builds pushed
 
 
 def build_source_zip(root: Path = REPO_ROOT) -> tuple[bytes, str]:
@@ -73,10 +84,18 @@ def adapter_image_tag(variant: str, source_sha: str, base_image: str) -> str:
 
 
 def ensure_ecr_repository(name: str, settings: Settings, state: WorkshopState) -> dict[str, Any]:
-    """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption (KMS with `SEMIF_KMS_KEY_ID`) and the run's tags."""
+    """ECR repository with scan on push, IMMUTABLE tags, AES256 encryption (KMS with `SEMIF_KMS_KEY_ID`) and the run's tags.
+
+    One that exists with tags that can be moved (MUTABLE, or IMMUTABLE with exclusions) is not one a run made: it is
+    refused, naming how to delete it."""
     ecr = make_client("ecr", settings)
     try:
         repo = ecr.describe_repositories(repositoryNames=[name])["repositories"][0]
+        if repo.get("imageTagMutability") != "IMMUTABLE":
+            raise ResourceFailedError(
+                f"ECR repository {name} has {repo.get('imageTagMutability')} tags, and a run makes its repository IMMUTABLE: "
+                "someone else made this one (or deleted the run's and made it again), so nothing in it is trusted. Delete it "
+                f"(aws ecr delete-repository --repository-name {name} --force) and run this step again")
     except ecr.exceptions.RepositoryNotFoundException:
         repo = ecr.create_repository(
             repositoryName=name, imageTagMutability="IMMUTABLE",
@@ -202,55 +221,56 @@ def describe_build_failure(build: dict[str, Any], log_tail: list[str] | None = N
             f"{f' (log: {last})' if last else ''} {logs}").strip()
 
 
-# The only image manifest SageMaker's CreateModel takes: it refuses OCI manifests and indexes ("Unsupported manifest
-# media type application/vnd.oci.image.manifest.v1+json"; aws/amazon-sagemaker-feedback#180), which Docker 29 with the
-# containerd image store pushes, and which buildx's provenance attestations turn any image into.
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-
-
-def _image_details(repository: str, tag: str, settings: Settings) -> dict[str, Any] | None:
-    ecr = make_client("ecr", settings)
-    try:
-        details = ecr.describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])["imageDetails"]
-    except (ecr.exceptions.ImageNotFoundException, ecr.exceptions.RepositoryNotFoundException):
-        return None
-    return details[0] if details else None
-
-
-def check_manifest(image_uri: str, details: dict[str, Any] | None) -> None:
-    """Refuse an image whose manifest SageMaker would refuse, naming it, before an endpoint is created from it
-    (container/buildspec.yml fails the build on the same check; this catches an image pushed some other way)."""
-    media = (details or {}).get("imageManifestMediaType")
-    if media and media != DOCKER_MANIFEST:
+def read_build_digest(build: dict[str, Any]) -> str:
+    """The digest a finished build pushed: its exported `IMAGE_DIGEST` (batch_get_builds' `exportedEnvironmentVariables`,
+    `[{"name", "value"}]`), which container/buildspec.yml reads from `docker push` and checks against ECR."""
+    exported = {v.get("name"): v.get("value") for v in build.get("exportedEnvironmentVariables") or []}
+    digest = exported.get(IMAGE_DIGEST_VARIABLE) or ""
+    if not DIGEST.match(digest):
         raise ResourceFailedError(
-            f"{image_uri} was pushed as {media}; SageMaker's CreateModel takes only {DOCKER_MANIFEST}. Delete that image "
-            "(aws ecr batch-delete-image) and build it again with docker build --provenance=false --sbom=false "
-            "(container/buildspec.yml passes them when docker buildx is there)")
+            f"CodeBuild {build.get('id')} exported no image digest ({IMAGE_DIGEST_VARIABLE}={digest!r}), so the image it "
+            "pushed cannot be named by digest: its buildspec is not container/buildspec.yml of this checkout (env: "
+            f"exported-variables: [{IMAGE_DIGEST_VARIABLE}]), or its project was changed since this run made it")
+    return digest
 
 
 def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
                         log: Callable[[str], None] = print, progress: bool = True) -> str:
-    """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>:<tag>`.
+    """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>@sha256:<digest>`, the image the build
+    pushed, and record its digest under its tag (`adapter_images` in the state).
 
-    The tag is `adapter_image_tag` of the source zip and the run's pinned DLC image: an image already pushed for
-    this source on this base is returned without a build.
+    The tag is `adapter_image_tag` of the source zip and the run's pinned DLC image: an image already under it is
+    returned without a build when it is the digest this run's own build of that tag exported, and refused otherwise
+    (see the module doc). `SEMIF_ADAPTER_IMAGE_URI` (by digest only) is returned as given. With `wait=False` the build
+    is started and `<repo uri>:<tag>` returned, which no deployment takes: run this again to wait and get the digest.
     """
     settings, state = settings_and_state(settings, state)
     require_dlc_region(get_region(settings))  # before anything is created
     if settings.adapter_image_uri:  # pre-built by an event team: nothing to build, no CodeBuild or IAM rights needed
-        log(f"{settings.adapter_image_uri}: pre-built (SEMIF_ADAPTER_IMAGE_URI), no build")
-        return settings.adapter_image_uri
+        image = require_image_digest(settings.adapter_image_uri)  # a settings object made without validation too
+        log(f"{image}: pre-built (SEMIF_ADAPTER_IMAGE_URI), by digest: no build")
+        return image
     data, sha = build_source_zip()
     base = pin_dlc_image(settings, state, log)
     tag = adapter_image_tag(settings.dlc_variant, sha, base)
     repo_name = state.name("adapter")
     repo = ensure_ecr_repository(repo_name, settings, state)
-    image_uri = f"{repo['repositoryUri']}:{tag}"
-    existing = _image_details(repo_name, tag, settings)
+    tagged = f"{repo['repositoryUri']}:{tag}"
+    built = _own_build_digest(tag, settings, state, wait, log, progress)
+    if built == "":
+        return tagged  # this run's build of the tag still runs and wait=False
+    existing = image_details(repo_name, {"imageTag": tag}, settings)
     if existing is not None:
-        check_manifest(image_uri, existing)
-        log(f"{image_uri} already built from this source: no build needed")
-        return image_uri
+        if built is None:
+            raise ResourceFailedError(
+                f"{tagged} exists ({existing.get('imageDigest')}), but no build of this run exported that image, so it is not "
+                "used: another identity pushed it, or a build of this run failed after its push. Delete it (aws ecr "
+                f"batch-delete-image --repository-name {repo_name} --image-ids imageTag={tag}) and run this step again")
+        image = f"{repo['repositoryUri']}@{built}"
+        check_manifest(f"{tagged} ({image})", existing, built)
+        _remember_digest(state, tag, built)
+        log(f"{image} ({tag}) already built by this run from this source: no build needed")
+        return image
     bucket = ensure_bucket(settings, state)
     key = f"{state.prefix(settings)}/build/adapter-{sha[:12]}.zip"
     s3 = make_client("s3", settings)
@@ -265,11 +285,50 @@ def build_adapter_image(settings: Settings | None = None, state: WorkshopState |
                                        base_image=base)
     build_id = start_image_build(project, tag, f"{bucket}/{key}", settings)
     state.set("image_build_id", build_id)
+    state.set("image_build_tag", tag)
     log(f"started CodeBuild {build_id}")
-    if wait:
-        wait_for_build(build_id, settings, log=log, progress=progress)
-        check_manifest(image_uri, _image_details(repo_name, tag, settings))
-    return image_uri
+    if not wait:
+        return tagged
+    return _record_build(wait_for_build(build_id, settings, log=log, progress=progress), repo, tag, settings, state, log)
+
+
+def _own_build_digest(tag: str, settings: Settings, state: WorkshopState, wait: bool, log: Callable[[str], None],
+                      progress: bool) -> str | None:
+    """The digest this run's own build of `tag` pushed: recorded, or read from the build this run started for it and did
+    not see finish (`wait=False`, a kernel stopped while it waited), waiting for it if it still runs. None: no build of
+    this run pushed the tag (none started, or it failed); "": it still runs and `wait` is False."""
+    recorded = (state.get(BUILT_IMAGES) or {}).get(tag)
+    if recorded or state.get("image_build_tag") != tag or not state.get("image_build_id"):
+        return recorded
+    build_id = state.get("image_build_id")
+    build = make_client("codebuild", settings).batch_get_builds(ids=[build_id])["builds"]
+    status = build[0].get("buildStatus") if build else None
+    if status == "IN_PROGRESS" and not wait:
+        log(f"CodeBuild {build_id} still builds {tag}: run this step again to wait for it")
+        return ""
+    if status not in ("IN_PROGRESS", "SUCCEEDED"):
+        return None  # failed, stopped, timed out, or gone: a new build is started
+    return read_build_digest(wait_for_build(build_id, settings, log=log, progress=progress))
+
+
+def _record_build(build: dict[str, Any], repo: dict[str, Any], tag: str, settings: Settings, state: WorkshopState,
+                  log: Callable[[str], None]) -> str:
+    """The finished build's image by digest, once ECR holds that digest under `tag` as a manifest SageMaker takes; its
+    digest is recorded under the tag (`adapter_images`)."""
+    digest = read_build_digest(build)
+    image = f"{repo['repositoryUri']}@{digest}"
+    details = image_details(repo["repositoryName"], {"imageDigest": digest}, settings)
+    check_manifest(image, details, digest)
+    if tag not in (details or {}).get("imageTags", []):
+        raise ResourceFailedError(f"{image}: ECR has it, but not under {tag}, the tag CodeBuild {build.get('id')} pushed: run this "
+                                  "step again")
+    _remember_digest(state, tag, digest)
+    log(f"CodeBuild pushed {image} ({tag})")
+    return image
+
+
+def _remember_digest(state: WorkshopState, tag: str, digest: str) -> None:
+    state.set(BUILT_IMAGES, {**(state.get(BUILT_IMAGES) or {}), tag: digest})
 
 
 def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", settings: Settings | None = None) -> str:

@@ -3,9 +3,10 @@
 `NEEDS` is the table: one row per (step, IAM action) with the resource it acts on, for this run, and the
 `container/iam/` file that grants it. The policies are split by job (docs/aws.md, "Roles by job"):
 
-- `workshop-caller-policy.json`: what an attendee runs (S3 under the prefix, SageMaker `semif-*`, CodeBuild,
-  the adapter's ECR repository, autoscaling of endpoint variants, logs, quotas), and `iam:PassRole` on the two
-  service roles only; no IAM write, no bucket configuration (`preflight.caller_policy(settings)` fills it in);
+- `workshop-caller-policy.json`: what an attendee runs (S3 under the run's prefix, SageMaker `semif-*-<run>`, autoscaling
+  of endpoint variants, logs, quotas), and `iam:PassRole` on the execution role only; no IAM write, no bucket
+  configuration (`preflight.caller_policy(settings)` fills it in); `workshop-build-policy.json`: step 03's repository,
+  CodeBuild project and build role (`preflight.build_policy(settings)`);
 - `workshop-provisioning-policy.json`: only where no event team's template made the bucket and the roles (the
   standalone path): the bucket, and run roles under the `/semif-workshop/` path that must carry the permissions
   boundary `workshop-role-boundary.json` (`preflight.provisioning_policy(settings)`, `iamroles.boundary_document(settings)`).
@@ -25,10 +26,11 @@ from ..registry import WorkshopState
 from ..settings import Settings
 from .iamroles import ROLE_PATH
 
-__all__ = ["CALLER_POLICY", "NEEDS", "PROVISIONING_POLICY", "Need", "iam_action_for", "needs_in_context"]
+__all__ = ["BUILD_POLICY", "CALLER_POLICY", "LIST_KEYS", "NEEDS", "PROVISIONING_POLICY", "Need", "iam_action_for", "needs_in_context"]
 
 CALLER_POLICY = "workshop-caller-policy"
 PROVISIONING_POLICY = "workshop-provisioning-policy"
+BUILD_POLICY = "workshop-build-policy"  # what step 03 alone calls: the adapter's repository, its CodeBuild project and build role
 GUARDRAILS_POLICY = "workshop-guardrails-policy"  # the event team's template only: denies over AmazonSageMakerFullAccess
 
 
@@ -61,6 +63,16 @@ _SCALABLE = "arn:{partition}:application-autoscaling:{region}:{account}:scalable
 _VARIANT = (("application-autoscaling:service-namespace", "sagemaker"),
             ("application-autoscaling:scalable-dimension", "sagemaker:variant:DesiredInstanceCount"))
 _BOUNDED = (("iam:PermissionsBoundary", "{boundary}"),)
+# What SageMaker authorises a config or transform job with besides its name: the model it runs and its instances
+_RUNS = (("sagemaker:ModelArn", _SM + ":model/semif-text-{run}-{spec}"), ("sagemaker:InstanceTypes", "{instance_type}"))
+_BATCH_RUNS = (("sagemaker:ModelArn", _SM + ":model/semif-decision-{run}-{spec}"), ("sagemaker:InstanceTypes", "{transform_instance_type}"))
+# What CodeBuild authorises a project with: its compute, image, source and role (the policy bounds each)
+_BUILDS = (("codebuild:environment.computeType", "{build_compute}"), ("codebuild:environment.image", "{build_image}"),
+           ("codebuild:source.location", "{bucket}/{prefix}/{run}/build/adapter.zip"), ("codebuild:serviceRole", "{codebuild_role}"))
+_SCALING_POLICY = ("arn:{partition}:autoscaling:{region}:{account}:scalingPolicy:{spec}:resource/sagemaker/endpoint/"
+                   "semif-decision-{run}/variant/AllTraffic:policyName/semif-decision-{run}")
+_FIRES = (("cloudwatch:AlarmActions", _SCALING_POLICY),)
+LIST_KEYS = {"sagemaker:InstanceTypes", "cloudwatch:AlarmActions"}  # condition keys IAM types as lists (stringList)
 _TO_SAGEMAKER = (("iam:PassedToService", "sagemaker.amazonaws.com"),)
 _TO_CODEBUILD = (("iam:PassedToService", "codebuild.amazonaws.com"),)
 _PROVISIONING = PROVISIONING_POLICY
@@ -89,42 +101,50 @@ NEEDS: list[Need] = [
     *_role_rows("02 text endpoint", "sagemaker", "iam:GetRole", "iam:TagRole"),
     *_rows("02 text endpoint", f"{_RUN_ROLE}/semif-sagemaker-{{run}}", "iam:PassRole", context=_TO_SAGEMAKER),
     *_rows("02 text endpoint", "arn:{partition}:ecr:{region}:{dlc_account}:repository/{dlc_repository}", "ecr:BatchGetImage"),  # the digest
-    *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DescribeModel", "sagemaker:CreateModel", "sagemaker:AddTags"),
-    *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DescribeEndpointConfig",
-           "sagemaker:CreateEndpointConfig", "sagemaker:AddTags"),
+    *_rows("02 text endpoint", f"{_SM}:model/semif-text-{{run}}-{{spec}}", "sagemaker:DescribeModel", "sagemaker:CreateModel",
+           "sagemaker:AddTags"),
+    *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}-{{spec}}", "sagemaker:DescribeEndpointConfig",
+           "sagemaker:AddTags"),
+    *_rows("02 text endpoint", f"{_SM}:endpoint-config/semif-text-{{run}}-{{spec}}", "sagemaker:CreateEndpointConfig", context=_RUNS),
     # streaming (InvokeEndpointWithResponseStream) is authorised as sagemaker:InvokeEndpoint: botocore's model says so
     *_rows("02 text endpoint", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DescribeEndpoint", "sagemaker:CreateEndpoint",
            "sagemaker:AddTags", "sagemaker:UpdateEndpoint", "sagemaker:InvokeEndpoint"),
     *_rows("03 image build", "arn:{partition}:s3:::{bucket}/{prefix}/{run}/build/adapter.zip", "s3:PutObject"),  # the build context
-    *_rows("03 image build", _REPO, "ecr:DescribeRepositories", "ecr:CreateRepository", "ecr:TagResource", "ecr:DescribeImages"),
+    *_rows("03 image build", _REPO, "ecr:DescribeRepositories", "ecr:CreateRepository", "ecr:TagResource", "ecr:DescribeImages",
+           policy=BUILD_POLICY),
     *_role_rows("03 image build", "codebuild", "iam:GetRole", "iam:TagRole"),
-    *_rows("03 image build", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:PassRole", context=_TO_CODEBUILD),
-    *_rows("03 image build", _PROJECT, "codebuild:BatchGetProjects", "codebuild:CreateProject", "codebuild:UpdateProject",
-           "codebuild:StartBuild", "codebuild:BatchGetBuilds"),
-    *_rows("04 batch + autoscaling", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:CreateTransformJob",
-           "sagemaker:DescribeTransformJob"),
+    *_rows("03 image build", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:PassRole", context=_TO_CODEBUILD, policy=BUILD_POLICY),
+    *_rows("03 image build", _PROJECT, "codebuild:BatchGetProjects", "codebuild:StartBuild", "codebuild:BatchGetBuilds",
+           policy=BUILD_POLICY),
+    *_rows("03 image build", _PROJECT, "codebuild:CreateProject", "codebuild:UpdateProject", context=_BUILDS, policy=BUILD_POLICY),
+    *_rows("04 batch + autoscaling", f"{_SM}:transform-job/semif-batch-{{run}}-{{job}}", "sagemaker:DescribeTransformJob"),
+    *_rows("04 batch + autoscaling", f"{_SM}:transform-job/semif-batch-{{run}}-{{job}}", "sagemaker:CreateTransformJob",
+           context=_BATCH_RUNS),
     *_rows("04 batch + autoscaling", f"{_SM}:endpoint/semif-decision-{{run}}", "sagemaker:UpdateEndpointWeightsAndCapacities"),
     *_rows("04 batch + autoscaling", _SCALABLE, "application-autoscaling:RegisterScalableTarget",
            "application-autoscaling:PutScalingPolicy", context=_VARIANT),
     *_rows("04 batch + autoscaling", "*", "application-autoscaling:DescribeScalableTargets",
            "application-autoscaling:DescribeScalingPolicies"),
-    *_rows("04 batch + autoscaling", _ALARM, "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms"),
+    *_rows("04 batch + autoscaling", _ALARM, "cloudwatch:DescribeAlarms"),
+    *_rows("04 batch + autoscaling", _ALARM, "cloudwatch:PutMetricAlarm", context=_FIRES),
     *_rows("04 batch + autoscaling", _SLR, "iam:CreateServiceLinkedRole",
            context=(("iam:AWSServiceName", "sagemaker.application-autoscaling.amazonaws.com"),)),
     # the async endpoint's model, config and endpoint are created as the text rows show; what only it does is below
     *_rows(_ASYNC, f"{_SM}:endpoint/semif-decision-async-{{run}}", "sagemaker:InvokeEndpointAsync"),
     *_rows(_ASYNC, "arn:{partition}:s3:::{bucket}/{prefix}/{run}/batch/async/input/*", "s3:PutObject"),
-    *_rows(_ASYNC, _WAKE_ALARM, "cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms"),
+    *_rows(_ASYNC, _WAKE_ALARM, "cloudwatch:DescribeAlarms"),
+    *_rows(_ASYNC, _WAKE_ALARM, "cloudwatch:PutMetricAlarm", context=(("cloudwatch:AlarmActions", _SCALING_POLICY.replace(
+        "semif-decision-{run}", "semif-decision-async-{run}")),)),
     *_rows("99 cleanup", f"{_SM}:endpoint/semif-text-{{run}}", "sagemaker:DeleteEndpoint"),
-    *_rows("99 cleanup", f"{_SM}:endpoint-config/semif-text-{{run}}", "sagemaker:DeleteEndpointConfig"),
-    *_rows("99 cleanup", f"{_SM}:model/semif-text-{{run}}", "sagemaker:DeleteModel"),
-    *_rows("99 cleanup", f"{_SM}:transform-job/semif-batch-{{run}}", "sagemaker:StopTransformJob"),
+    *_rows("99 cleanup", f"{_SM}:endpoint-config/semif-text-{{run}}-{{spec}}", "sagemaker:DeleteEndpointConfig"),
+    *_rows("99 cleanup", f"{_SM}:model/semif-text-{{run}}-{{spec}}", "sagemaker:DeleteModel"),
+    *_rows("99 cleanup", f"{_SM}:transform-job/semif-batch-{{run}}-{{job}}", "sagemaker:StopTransformJob"),
     *_rows("99 cleanup", _SCALABLE, "application-autoscaling:DeleteScalingPolicy", "application-autoscaling:DeregisterScalableTarget",
            context=_VARIANT),
     *_rows("99 cleanup", _ALARM, "cloudwatch:DeleteAlarms"),
     *_rows("99 cleanup", _WAKE_ALARM, "cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms"),
-    *_rows("99 cleanup", _PROJECT, "codebuild:DeleteProject"),
-    *_rows("99 cleanup", _REPO, "ecr:DeleteRepository"),
+    *_rows("99 cleanup", _PROJECT, "codebuild:DeleteProject", policy=BUILD_POLICY),
+    *_rows("99 cleanup", _REPO, "ecr:DeleteRepository", policy=BUILD_POLICY),
     *_rows("99 cleanup", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "iam:DeleteRole",
            policy=_PROVISIONING, made_by_run="codebuild-role"),
     *_rows("99 cleanup", f"{_RUN_ROLE}/semif-codebuild-{{run}}", "iam:DeleteRolePolicy", "iam:DetachRolePolicy", context=_BOUNDED,
@@ -132,8 +152,8 @@ NEEDS: list[Need] = [
     *_rows("99 cleanup", "arn:{partition}:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/semif-text-{run}",
            "logs:DeleteLogGroup"),
     *_rows("99 cleanup", _OBJECT, "s3:DeleteObject"),
-    *_rows("99 cleanup", _BUCKET, "s3:ListBucket"),
-    *_rows("99 cleanup", _BUCKET, "s3:DeleteBucket", policy=_PROVISIONING, made_by_run="bucket"),
+    # a bucket the run made is deleted only when empty: listed whole (every run's prefix), which only its maker may do
+    *_rows("99 cleanup", _BUCKET, "s3:ListBucket", "s3:DeleteBucket", policy=_PROVISIONING, made_by_run="bucket"),
 ]
 
 

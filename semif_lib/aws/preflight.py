@@ -23,18 +23,35 @@ from .dlc import DLC_IMAGES, dlc_account, require_dlc_region
 from .errors import CREDENTIAL_ERRORS, DENIED_CODES, AwsPermissionError, error_code, is_not_found
 from .iamroles import ROLE_PATH, boundary_arn, role_policy
 from .packaging import bucket_region, default_bucket
-from .permissions import CALLER_POLICY, PROVISIONING_POLICY, needs_in_context
+from .permissions import BUILD_POLICY, CALLER_POLICY, LIST_KEYS, PROVISIONING_POLICY, needs_in_context
 from .quotas import describe_quotas
 
-__all__ = ["PermissionCheck", "caller_arns", "caller_policy", "caller_principal", "check_permissions", "provisioning_policy"]
+__all__ = ["PermissionCheck", "build_policy", "caller_arns", "caller_policy", "caller_principal", "check_permissions",
+           "provisioning_policy"]
+
+
+# Stand-ins for the parts of a name a run makes later (a model's spec hash, a transform job's time stamp): the policies
+# match them by pattern, the simulator needs one concrete ARN.
+SPEC_STAND_IN, JOB_STAND_IN = "0123456789ab", "1205120000"
 
 
 def _values(settings: Settings, state: WorkshopState) -> dict[str, str]:
+    from .imagebuild import BUILD_IMAGE, BUILD_IMAGE_ARM
+
     region = get_region(settings)
-    return {"partition": partition_for(region)[0], "region": region, "account": get_account_id(settings),
+    partition, account = partition_for(region)[0], get_account_id(settings)
+    arm = settings.dlc_variant == "arm64"
+    instance = {"cuda": settings.gpu_instance_type, "arm64": settings.arm_instance_type}.get(settings.dlc_variant, settings.instance_type)
+    return {"partition": partition, "region": region, "account": account,
             "bucket": default_bucket(settings), "prefix": settings.s3_prefix.strip("/"), "run": state.run_id,
             "dlc_account": dlc_account(region), "dlc_repository": DLC_IMAGES[settings.dlc_variant][0],
-            "boundary": boundary_arn(settings)}
+            "boundary": boundary_arn(settings), "spec": SPEC_STAND_IN, "job": JOB_STAND_IN, "instance_type": instance,
+            "transform_instance_type": (settings.gpu_transform_instance_type if settings.dlc_variant == "cuda"
+                                        else settings.transform_instance_type),
+            "build_compute": "BUILD_GENERAL1_LARGE" if arm else settings.codebuild_compute_type,
+            "build_image": BUILD_IMAGE_ARM if arm else BUILD_IMAGE,
+            "codebuild_role": settings.codebuild_role_arn or f"arn:{partition}:iam::{account}:role{ROLE_PATH}semif-codebuild-"
+                                                             f"{state.run_id}"}
 
 
 def _account_values(settings: Settings) -> dict[str, str]:
@@ -60,11 +77,21 @@ def caller_policy(settings: Settings, caller: str | None = None) -> dict[str, An
     asking, `caller_principal`): attach it to the identity that runs the notebooks (in Studio: the domain's or user
     profile's execution role). It passes the roles `SEMIF_ROLE_ARN` / `SEMIF_CODEBUILD_ROLE_ARN` name, else the run
     roles under `/semif-workshop/`."""
-    values = {**_account_values(settings), **caller_arns(caller or caller_principal(settings))}
+    # OWNER: every run of this identity (in an event team's account the template writes ${aws:SourceIdentity}: one attendee's runs)
+    values = {**_account_values(settings), **caller_arns(caller or caller_principal(settings)), "OWNER": "*"}
     run_role = f"arn:{values['PARTITION']}:iam::{values['ACCOUNT']}:role{ROLE_PATH}semif"
     values["SAGEMAKER_ROLE"] = settings.role_arn or f"{run_role}-sagemaker-*"
     values["CODEBUILD_ROLE"] = settings.codebuild_role_arn or f"{run_role}-codebuild-*"
     return role_policy(CALLER_POLICY, settings, values)  # with SEMIF_KMS_KEY_ID: kms-key-policy.json on that key too
+
+
+def build_policy(settings: Settings) -> dict[str, Any]:
+    """`container/iam/workshop-build-policy.json` filled in: step 03's adapter repository, CodeBuild project and build role,
+    beside the caller policy (the two exceed IAM's 6,144 characters for one managed policy together)."""
+    values = {**_account_values(settings), "OWNER": "*"}
+    run_roles = f"arn:{values['PARTITION']}:iam::{values['ACCOUNT']}:role{ROLE_PATH}"
+    values["CODEBUILD_ROLE"] = settings.codebuild_role_arn or f"{run_roles}semif-codebuild-*"
+    return role_policy(BUILD_POLICY, settings, values)
 
 
 def provisioning_policy(settings: Settings, caller: str | None = None) -> dict[str, Any]:
@@ -78,7 +105,7 @@ def provisioning_policy(settings: Settings, caller: str | None = None) -> dict[s
 # ====================================================================== the check
 def _attach(rows: list[dict[str, Any]]) -> str:
     """Which container/iam/ files grant these rows, as a reader attaches them."""
-    files = sorted({r["policy"] for r in rows if r.get("policy")}, key=lambda f: f != CALLER_POLICY)
+    files = sorted({r["policy"] for r in rows if r.get("policy")}, key=lambda f: (f != CALLER_POLICY, f))  # caller first, then by name
     return " and ".join(f"container/iam/{f}.json" for f in files) or f"container/iam/{CALLER_POLICY}.json"
 
 
@@ -111,7 +138,7 @@ class PermissionCheck:
         if self.optional_denied:
             line += f", {len(self.optional_denied)} optional denied (the step goes on without it)"
         if self.missing:
-            line += (f". Attach {_attach(self.missing)} (aws.preflight.caller_policy(settings) / provisioning_policy(settings)) "
+            line += (f". Attach {_attach(self.missing)} (aws.preflight.caller_policy / build_policy / provisioning_policy(settings)) "
                      "before running the AWS steps")
         return line
 
@@ -132,7 +159,7 @@ class PermissionCheck:
             actions = ", ".join(sorted({r["action"] for r in here}))
             raise AwsPermissionError(
                 f"step {here[0]['step']}: {self.principal} may not {actions} ({here[0]['how']}). Attach {_attach(here)} "
-                "(aws.preflight.caller_policy(settings) / provisioning_policy(settings)) to this identity (in Studio: the "
+                "(aws.preflight.caller_policy / build_policy / provisioning_policy(settings)) to this identity (in Studio: the "
                 "execution role), or ask your event team")
 
     def __str__(self) -> str:
@@ -153,7 +180,7 @@ def check_permissions(settings: Settings, state: WorkshopState) -> PermissionChe
     rows = [{"step": n.step, "action": n.action, "resource": n.resource.format(**values), "allowed": None, "how": "",
              "context": tuple((k, v.format(**values)) for k, v in n.context), "policy": n.policy, "optional": n.optional}
             for n in needs]
-    decisions = simulate(settings, principal, rows)
+    decisions = simulate(settings, principal, rows, state.run_id)
     if decisions is not None:
         for row in rows:
             row["allowed"], row["how"] = decisions[(row["action"], row["resource"])], "simulated"
@@ -190,7 +217,7 @@ def caller_principal(settings: Settings) -> str:
         return role_arn.replace(":role/", ":role/service-role/") if "AmazonSageMaker-ExecutionRole" in name else role_arn
 
 
-def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]]) -> dict[tuple[str, str], bool] | None:
+def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]], run_id: str) -> dict[tuple[str, str], bool] | None:
     """`iam:SimulatePrincipalPolicy` for every row (grouped by resource and condition keys); None if not allowed."""
     iam = make_client("iam", settings, max_attempts=2)  # a simulation that fails falls back to dry calls at once
     groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
@@ -199,7 +226,9 @@ def simulate(settings: Settings, principal: str, rows: list[dict[str, Any]]) -> 
     decisions: dict[tuple[str, str], bool] = {}
     try:
         for (resource, keys), actions in groups.items():
-            entries = [{"ContextKeyName": k, "ContextKeyValues": [v], "ContextKeyType": "string"} for k, v in keys]
+            # aws:SourceIdentity: in an event team's account Studio sets it to the user profile, the run id the policies scope names to
+            entries = [{"ContextKeyName": k, "ContextKeyValues": [v], "ContextKeyType": "stringList" if k in LIST_KEYS else "string"}
+                       for k, v in (("aws:SourceIdentity", run_id), *keys)]
             result = iam.simulate_principal_policy(PolicySourceArn=principal, ActionNames=sorted(set(actions)),
                                                    ResourceArns=[resource], ContextEntries=entries)
             for item in result["EvaluationResults"]:

@@ -6,8 +6,9 @@ The fixtures (`aws`, `aws_credentials`, `aws_settings`, `state`, `fake_gguf`) ar
 moto's SageMaker describe responses carry empty structures (`VpcConfig: {}`, `DataCaptureConfig: {}`)
 where AWS leaves the member out, and the SageMaker SDK's v3 resources (`sagemaker.core.resources`)
 reject them when they parse a description. `patch_sessions()` strips empty structures from every
-SageMaker response before the SDK sees it, so the SDK code path itself runs on moto, and writes a transform job's
-output when the job is created (moto runs no container), so the step that reads it back runs too.
+SageMaker response before the SDK sees it, so the SDK code path itself runs on moto, writes a transform job's
+output when the job is created (moto runs no container), so the step that reads it back runs too, and pushes what
+an adapter image build would push, exporting its digest as container/buildspec.yml does (moto's builds run nothing).
 """
 
 from __future__ import annotations
@@ -171,10 +172,69 @@ def answer_transform_jobs(made: Any) -> None:
     made.events.register("before-parameter-build.sagemaker.CreateTransformJob", write)
 
 
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+# What each adapter image build pushed (`run_image_builds`): build id -> ("SUCCEEDED", digest) or ("FAILED", why).
+BUILD_RESULTS: dict[str, tuple[str, str]] = {}
+
+
+def run_image_builds(made: Any) -> None:
+    """moto records a CodeBuild build and runs nothing (BatchGetBuilds answers SUCCEEDED, exporting nothing): on each
+    StartBuild, push what container/buildspec.yml would, as the build's role (a session of its own, so an identity a
+    test enforces is not asked): a Docker v2 manifest, one per source, base and tag, into the project's `IMAGE_REPO_URI`
+    under the build's `IMAGE_TAG`. BatchGetBuilds then exports its digest (`exportedEnvironmentVariables` IMAGE_DIGEST),
+    or answers the build FAILED where the push would fail (a tag an IMMUTABLE repository already holds)."""
+    import hashlib
+    import json
+
+    import boto3
+    from botocore.exceptions import ClientError
+
+    def keep(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["semif_start_build"] = dict(params)
+
+    def push(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        params, build = context.get("semif_start_build"), parsed.get("build")
+        if not params or not build:  # refused (an identity's policy, a quota): nothing ran
+            return
+        as_build = boto3.session.Session(region_name=made.region_name)
+        endpoint = {"endpoint_url": made.semif_endpoint_url} if getattr(made, "semif_endpoint_url", None) else {}
+        project = as_build.client("codebuild", **endpoint).batch_get_projects(names=[params["projectName"]])["projects"][0]
+        env = {v["name"]: v["value"] for v in project["environment"].get("environmentVariables", [])}
+        env |= {v["name"]: v["value"] for v in params.get("environmentVariablesOverride", [])}
+        if not {"IMAGE_REPO_URI", "IMAGE_TAG"} <= env.keys():  # not an adapter image build (another project's)
+            return
+        built_from = f"{params.get('sourceLocationOverride')} {env.get('BASE_IMAGE')} {env['IMAGE_TAG']}"
+        config = "sha256:" + hashlib.sha256(built_from.encode()).hexdigest()
+        manifest = json.dumps({"schemaVersion": 2, "mediaType": DOCKER_MANIFEST,
+                               "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": config},
+                               "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 1, "digest": config}]})
+        try:
+            pushed = as_build.client("ecr", **endpoint).put_image(repositoryName=env["IMAGE_REPO_URI"].split("/", 1)[1],
+                                                                  imageManifest=manifest, imageTag=env["IMAGE_TAG"])
+            BUILD_RESULTS[build["id"]] = ("SUCCEEDED", pushed["image"]["imageId"]["imageDigest"])
+        except ClientError as exc:
+            BUILD_RESULTS[build["id"]] = ("FAILED", f"docker push: {exc.response['Error'].get('Message', '')}")
+
+    def export(parsed: dict[str, Any], **_: Any) -> None:
+        for build in parsed.get("builds", []):
+            status, value = BUILD_RESULTS.get(build.get("id"), ("", ""))
+            if status == "SUCCEEDED" and build.get("buildStatus") == "SUCCEEDED":
+                build["exportedEnvironmentVariables"] = [{"name": "IMAGE_DIGEST", "value": value}]
+            elif status == "FAILED":
+                build.update(buildStatus="FAILED", currentPhase="COMPLETED", buildComplete=True, phases=[
+                    {"phaseType": "BUILD", "phaseStatus": "FAILED", "contexts": [{"statusCode": "COMMAND_EXECUTION_ERROR",
+                                                                               "message": value}]}])
+
+    made.events.register("before-parameter-build.codebuild.StartBuild", keep)
+    made.events.register("after-call.codebuild.StartBuild", push)
+    made.events.register("after-call.codebuild.BatchGetBuilds", export)
+
+
 # What every session `semif_lib.aws.clients` hands out gets, once patched: moto's `{}` members stripped, transform jobs
-# answered, and what a test adds (support.aws_identity.enforce_identity: an identity's policies decided on every call).
+# answered, image builds pushed, and what a test adds (support.aws_identity.enforce_identity: an identity's policies decided
+# on every call).
 SESSION_HOOKS: list[Callable[[Any], None]] = [lambda made: made.events.register("after-call.sagemaker", omit_empty_structures),
-                                             answer_transform_jobs]
+                                             answer_transform_jobs, run_image_builds]
 
 
 def patch_sessions() -> None:

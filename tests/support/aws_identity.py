@@ -124,6 +124,78 @@ def _resources(service: str, op: str, p: dict[str, Any], region: str, account: s
     return _regional(service, op, p, region, account)
 
 
+# CodeBuild's condition keys (Service Authorization Reference) and the request fields they read: a project's, or a build's override
+_CODEBUILD_KEYS = {"codebuild:environment.computeType": (("environment", "computeType"), ("computeTypeOverride",)),
+                   "codebuild:environment.image": (("environment", "image"), ("imageOverride",)),
+                   "codebuild:source.location": (("source", "location"), ("sourceLocationOverride",)),
+                   "codebuild:serviceRole": (("serviceRole",), ("serviceRoleOverride",))}
+
+
+def _dig(params: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        params = params.get(key) if isinstance(params, dict) else None  # type: ignore[assignment]
+    return params
+
+
+def request_keys(service: str, op: str, params: dict[str, Any], region: str, account: str) -> dict[str, Any]:
+    """The service-specific condition keys AWS puts in this request's context, from what it carries: the models and instances
+    a SageMaker config or job runs, a Studio app's or space's owner and sharing, the actions an alarm fires, the compute,
+    image, source and role a CodeBuild project or build uses, the tags a create sends."""
+    keys: dict[str, Any] = {}
+    sm = f"arn:aws:sagemaker:{region}:{account}"
+    if service == "sagemaker":
+        variants = params.get("ProductionVariants") or []
+        models = [v["ModelName"] for v in variants if v.get("ModelName")] + ([params["ModelName"]] if op == "CreateTransformJob" else [])
+        if op in ("CreateEndpointConfig", "CreateTransformJob") and models:
+            keys["sagemaker:ModelArn"] = [f"{sm}:model/{m}".lower() for m in models]
+        types = [v["InstanceType"] for v in variants if v.get("InstanceType")]
+        types += [t for t in [_dig(params, ("TransformResources", "InstanceType")), _dig(params, ("ResourceSpec", "InstanceType")),
+                              _dig(params, ("SpaceSettings", "JupyterLabAppSettings", "DefaultResourceSpec", "InstanceType"))] if t]
+        if types:
+            keys["sagemaker:InstanceTypes"] = types
+        owner = _dig(params, ("OwnershipSettings", "OwnerUserProfileName"))
+        if owner and params.get("DomainId"):
+            keys["sagemaker:OwnerUserProfileArn"] = f"{sm}:user-profile/{params['DomainId']}/{owner}".lower()
+        sharing = _dig(params, ("SpaceSharingSettings", "SharingType"))
+        if sharing:
+            keys["sagemaker:SpaceSharingType"] = sharing
+    if service == "cloudwatch" and op == "PutMetricAlarm" and params.get("AlarmActions"):
+        keys["cloudwatch:AlarmActions"] = list(params["AlarmActions"])
+    if service == "codebuild" and op in ("CreateProject", "UpdateProject", "StartBuild"):
+        for key, (field, override) in _CODEBUILD_KEYS.items():
+            value = _dig(params, override if op == "StartBuild" else field)
+            if value is not None:
+                keys[key] = value
+    tags = params.get("Tags") or params.get("tags") or []
+    if op.startswith("Create") and tags:
+        pairs = {t.get("Key", t.get("key")): t.get("Value", t.get("value")) for t in tags}
+        keys["aws:TagKeys"] = list(pairs)
+        keys.update({f"aws:RequestTag/{k}": v for k, v in pairs.items()})
+    return keys
+
+
+def _autoscaling_targets(op: str, params: dict[str, Any], region: str, account: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """What Application Auto Scaling checks of the caller on the target (its "Permissions required" table): registering a
+    SageMaker variant needs sagemaker:DescribeEndpoint and UpdateEndpointWeightsAndCapacities on that endpoint; a target
+    tracking policy needs cloudwatch:PutMetricAlarm and DescribeAlarms on the alarms it makes, which fire that policy."""
+    if params.get("ServiceNamespace") != "sagemaker" or "ResourceId" not in params:
+        return []
+    endpoint = params["ResourceId"].split("/")[1]
+    arn = f"arn:aws:sagemaker:{region}:{account}:endpoint/{endpoint}".lower()
+    if op == "RegisterScalableTarget":
+        return [("sagemaker:DescribeEndpoint", arn, {}), ("sagemaker:UpdateEndpointWeightsAndCapacities", arn, {})]
+    if op == "PutScalingPolicy" and params.get("PolicyType") == "TargetTrackingScaling":
+        alarm = f"arn:aws:cloudwatch:{region}:{account}:alarm:TargetTracking-{params['ResourceId']}-AlarmHigh-0123"
+        policy = (f"arn:aws:autoscaling:{region}:{account}:scalingPolicy:0123:resource/sagemaker/{params['ResourceId']}:"
+                  f"policyName/{params['PolicyName']}")
+        return [("cloudwatch:PutMetricAlarm", alarm, {"cloudwatch:AlarmActions": [policy]}), ("cloudwatch:DescribeAlarms", alarm, {})]
+    return []
+
+
+# Operations SageMaker authorises against a second resource besides their own (Service Authorization Reference)
+_ALSO_ON_CONFIG = {"CreateEndpoint", "UpdateEndpoint"}
+
+
 def authorization_for(service: str, op: str, params: dict[str, Any], region: str, account: str,
                       role_paths: dict[str, str] | None = None,
                       role_boundaries: dict[str, str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
@@ -138,6 +210,9 @@ def authorization_for(service: str, op: str, params: dict[str, Any], region: str
         keys["iam:PermissionsBoundary"] = params["PermissionsBoundary"]
     if service == "iam" and op in _BOUNDARY_KEYED and (role_boundaries or {}).get(params.get("RoleName")):
         keys["iam:PermissionsBoundary"] = role_boundaries[params["RoleName"]]  # type: ignore[index]
+    keys.update(request_keys(service, op, params, region, account))
+    if service == "sagemaker" and op in _ALSO_ON_CONFIG and params.get("EndpointConfigName"):
+        primary = [*primary, f"arn:aws:sagemaker:{region}:{account}:endpoint-config/{params['EndpointConfigName']}".lower()]
     checks: list[tuple[str, str, dict[str, Any]]] = []
     for action in iam_action_for(service, op, params):
         if action == "iam:PassRole":
@@ -152,6 +227,8 @@ def authorization_for(service: str, op: str, params: dict[str, Any], region: str
         service_name = "sagemaker.application-autoscaling.amazonaws.com"
         checks.append(("iam:CreateServiceLinkedRole", _iam("CreateServiceLinkedRole", {"AWSServiceName": service_name}, account, {})[0],
                        {"iam:AWSServiceName": service_name}))
+    if service == "application-autoscaling":
+        checks += _autoscaling_targets(op, params, region, account)
     return checks
 
 
@@ -243,7 +320,8 @@ class IdentityEnforcer:
         return _Forbidden(), {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": 403}}
 
     def _simulate(self, params: dict[str, Any], region: str) -> dict[str, Any]:
-        keys = {e["ContextKeyName"]: e["ContextKeyValues"][0] for e in params.get("ContextEntries", [])}
+        keys = {e["ContextKeyName"]: e["ContextKeyValues"] if e.get("ContextKeyType", "").endswith("List") else e["ContextKeyValues"][0]
+                for e in params.get("ContextEntries", [])}
         results = []
         for action in params["ActionNames"]:
             for resource in params.get("ResourceArns") or ["*"]:

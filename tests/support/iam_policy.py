@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable
 
 __all__ = ["Decision", "evaluate"]
@@ -60,13 +61,20 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _glob(pattern: str, value: str, ignore_case: bool = False) -> bool:
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str, ignore_case: bool) -> re.Pattern:
     regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, value, re.DOTALL | (re.IGNORECASE if ignore_case else 0)) is not None
+    return re.compile(regex, re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+
+
+def _glob(pattern: str, value: str, ignore_case: bool = False) -> bool:
+    return _compiled(pattern, ignore_case).fullmatch(value) is not None
 
 
 def _substitute(value: str, context: dict[str, Any]) -> str | None:
     """`${key}` from the context (keys case-insensitive); `${*}`, `${?}`, `${$}` are the literal characters; None if unresolvable."""
+    if "${" not in value:
+        return value
     lowered = {k.lower(): v for k, v in context.items()}
     missing = False
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from support.paths import ROOT
 
-__all__ = ["ACCOUNT", "STUDIO_ONLY", "TEMPLATE", "Renderer", "amazon_sagemaker_full_access", "deploy_account", "lifecycle_script",
+__all__ = ["ACCOUNT", "STUDIO_ONLY", "TEMPLATE", "Renderer", "amazon_sagemaker_full_access", "attendee_policies", "deploy_account",
+           "lifecycle_script",
            "load_template", "moto_policy", "role_policies"]
 
 TEMPLATE = ROOT / "container" / "cfn" / "workshop-account.yaml"
@@ -149,7 +150,16 @@ def role_policies(iam: Any, role_name: str) -> dict[str, dict[str, Any]]:
     return {n: moto_policy(iam.get_role_policy(RoleName=role_name, PolicyName=n)["PolicyDocument"]) for n in names}
 
 
+def attendee_policies(iam: Any, role_name: str) -> list[dict[str, Any]]:
+    """Every policy the stack gave a role, as deployed: its managed policies' default versions (Studio's UI), then its inline ones."""
+    documents = []
+    for attached in iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"]:
+        version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
+        found = iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
+        documents.append(moto_policy(found))
+    return [*documents, *role_policies(iam, role_name).values()]
+
+
 def amazon_sagemaker_full_access() -> dict[str, Any]:
-    """AWS's AmazonSageMakerFullAccess (v29, tests/data/README.md): Studio's default role's policy, and the Studio UI
-    policy the template's attendee role carries."""
+    """AWS's AmazonSageMakerFullAccess (v29, tests/data/README.md): Studio's default role's policy."""
     return json.loads((ROOT / "tests" / "data" / "AmazonSageMakerFullAccess.json").read_text())["PolicyVersion"]["Document"]
