@@ -88,6 +88,18 @@ class PayloadTooLargeError(SemifError):
     error_type = "payload_too_large"
 
 
+class WorkStoppedError(SemifError):
+    """A request not scored because its submission stopped between rounds: the client left, or the deadline passed (its
+    handler has answered 503). Nobody reads it; 499 (nginx's "client closed request"), never retried as a server failure."""
+
+    status_code = 499
+    error_type = "stopped"
+
+    def __init__(self, message: str = "not scored: its submission stopped between rounds (the client left, or the deadline "
+                                      "passed)") -> None:
+        super().__init__(message)
+
+
 class UnsupportedMediaTypeError(SemifError):
     status_code = 415
     error_type = "unsupported_media_type"

@@ -5,7 +5,8 @@ bytes (`encode_payload`, held to SageMaker's real-time payload limit) and stream
 (llama-server's server-sent events, parsed by `iter_sse_events` and `iter_chat_deltas`). The text
 endpoint starts from the same llama-server settings everywhere (`text_settings`: the DLC variant's
 defaults, updated with a notebook's own); the decision server from the same environment (`decision_env`: stateful
-sessions on). A stateful session is opened and closed with the same bodies everywhere (`SESSION_BODIES`), and the
+sessions on), and a Batch Transform job's container with `transform_env` on top (JSON Lines bodies read). A stateful
+session is opened and closed with the same bodies everywhere (`SESSION_BODIES`), and the
 container's answer to an opening is read by `read_new_session`.
 
 This is plumbing: pure functions, standard library only. The targets on this machine and the AWS
@@ -29,6 +30,7 @@ __all__ = [
     "iter_sse_events",
     "read_new_session",
     "text_settings",
+    "transform_env",
 ]
 
 
@@ -132,6 +134,20 @@ def decision_env(variant: str, mode: str, sessions: bool = True) -> dict[str, st
     if variant == "cuda":
         env["SEMIF_N_GPU_LAYERS"] = "999"
     return env
+
+
+def transform_env() -> dict[str, str]:
+    """What a Batch Transform job's container needs beyond the decision model's environment: JSON Lines bodies read (one
+    request per line; a real-time endpoint refuses them, 415). A job's mini-batch is up to 6 MB of the attendee's own
+    file, not a stranger's body, so its record cap and token budget are the settings' ceilings; the job's deadline (one
+    hour a mini-batch) still stops it between rounds. The AWS wing adds it to CreateTransformJob's Environment; a server
+    on this machine, which stands in for both the endpoint and the job, runs with it."""
+    from .settings import ServerSettings
+
+    ceiling = {name: next(m.le for m in ServerSettings.model_fields[name].metadata if getattr(m, "le", None))
+               for name in ("max_records", "max_submission_tokens")}
+    return {"SEMIF_ACCEPT_JSONLINES": "true", "SEMIF_MAX_RECORDS": str(ceiling["max_records"]),
+            "SEMIF_MAX_SUBMISSION_TOKENS": str(ceiling["max_submission_tokens"])}
 
 
 # ====================================================================== stateful sessions, the client's side

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from .errors import InvalidRequestError, SemifError
+from .limits import check_record_id
 
 __all__ = [
     "decode_utf8",
@@ -84,8 +85,12 @@ def parse_records(lines: Iterable[tuple[int, str]], where: str) -> list[Any]:
 
 
 def record_id(data: Any, number: int) -> Any:
-    """A request record's id: its own `"id"`, else `line-N` (its 1-based line number)."""
-    return data["id"] if isinstance(data, dict) and "id" in data else f"line-{number}"
+    """A request record's id: its own `"id"`, else `line-N` (its 1-based line number). An id over `limits.MAX_NAME_CHARS`
+    is a 422 (`iter_records` answers that record under `line-N`: the id is echoed in every answer)."""
+    if isinstance(data, dict) and "id" in data:
+        check_record_id(data["id"])
+        return data["id"]
+    return f"line-{number}"
 
 
 def error_record(exc: SemifError, rid: Any) -> dict[str, Any]:

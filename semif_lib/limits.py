@@ -15,16 +15,23 @@ builds the error (the caller raises it), e.g.
 
     the questions need 20000 tokens after the shared prefix; the limit is 16384 (SEMIF_MAX_BRANCH_TOKENS):
     fewer questions or options, or slot readout
+
+A JSON Lines body's work is bounded the same way: its records (`max_records`, counted before any is parsed) and the
+prompt tokens they need together (`max_submission_tokens`, counted before any is decoded). Names are bounded by one
+fixed `MAX_NAME_CHARS`: over it is a 422 naming the field (`check_name_lengths`, pydantic's `max_length`), the name
+itself never echoed.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import json
+from typing import Any, Iterable, Mapping
 
-from .errors import PayloadTooLargeError
+from .errors import PayloadTooLargeError, RequestValidationError
 from .settings import ENV_PREFIX, Settings
 
-__all__ = ["check_limit", "check_question_counts", "hard_ceiling", "refuse_limit"]
+__all__ = ["MAX_NAME_CHARS", "check_limit", "check_name_lengths", "check_question_counts", "check_record_id", "hard_ceiling",
+           "refuse_limit", "setting_variable"]
 
 # What is counted, as the message's opening words ({count} is the request's amount).
 PHRASES: dict[str, str] = {
@@ -33,13 +40,25 @@ PHRASES: dict[str, str] = {
     "max_branch_tokens": "the questions need {count} tokens after the shared prefix",
     "max_body_bytes": "body is {count} bytes",
     "n_ctx": "the prompt needs {count} tokens",
+    "max_records": "{count} JSON Lines records in one body",
+    "max_submission_tokens": "the body's records need more than {count} prompt tokens",
 }
-UNITS: dict[str, str] = {"max_body_bytes": " bytes", "n_ctx": " tokens of context"}
+UNITS: dict[str, str] = {"max_body_bytes": " bytes", "n_ctx": " tokens of context", "max_submission_tokens": " tokens"}
 HINTS: dict[str, str] = {
     "max_branch_tokens": "fewer questions or options, or slot readout",
     "max_body_bytes": "SageMaker's real-time payload limit; send fewer requests per body",
     "n_ctx": "a shorter state or shorter questions",
+    "max_records": "send fewer records per body (Batch Transform: a smaller MaxPayloadInMB)",
+    "max_submission_tokens": "send fewer or shorter records per body (Batch Transform: a smaller MaxPayloadInMB)",
 }
+# Any name a request gives (question ids, option names and values, score labels, a record's id, `model`, OpenAI's
+# `prompt_cache_key`, tool call ids and names): a key, never content, so a fixed bound (SageMaker's session ids have the same).
+MAX_NAME_CHARS = 256
+
+
+def setting_variable(setting: str) -> str:
+    """The environment variable of the `Settings` field `setting` (`max_records`: SEMIF_MAX_RECORDS)."""
+    return f"{ENV_PREFIX}{setting.upper()}"
 
 
 def hard_ceiling(setting: str) -> int | None:
@@ -62,7 +81,7 @@ def refuse_limit(setting: str, count: int | str, limit: int | None = None, *, fi
     limit = ceiling if limit is None else limit
     if limit is None:
         raise ValueError(f"{setting} has no hard ceiling; pass the configured limit")
-    variable = f"{ENV_PREFIX}{setting.upper()}"
+    variable = setting_variable(setting)
     if ceiling is not None:
         variable += ", its maximum" if limit >= ceiling else f", at most {ceiling}"
     phrase = detail if detail is not None else PHRASES[setting].format(count=count)
@@ -97,3 +116,19 @@ def _kind_and_criteria(question: Any) -> tuple[Any, Any]:
     if isinstance(question, Mapping):
         return question.get("type"), question.get("criteria")
     return getattr(question, "type", None), getattr(question, "criteria", None)
+
+
+def check_name_lengths(names: Iterable[Any], *, field: str, what: str) -> None:
+    """422 naming `field` when one of `names` (question ids, option names) is longer than `MAX_NAME_CHARS`; the
+    name itself is not echoed (it may be megabytes)."""
+    for name in names:
+        if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
+            raise RequestValidationError(f"{field}: {what} is {len(name)} characters; the limit is {MAX_NAME_CHARS}",
+                                         field=field, kind="string_too_long")
+
+
+def check_record_id(value: Any) -> None:
+    """A request's `id`, echoed in its answer: at most `MAX_NAME_CHARS` as JSON (a string, a number), else a 422 naming `id`."""
+    size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False, default=str))
+    if size > MAX_NAME_CHARS:
+        raise RequestValidationError(f"id: {size} characters; the limit is {MAX_NAME_CHARS}", field="id", kind="string_too_long")

@@ -136,6 +136,28 @@ class ServerSettings(BaseSettings):
                     "(SageMaker sends SIGKILL 30 s after SIGTERM).")
     request_timeout_s: float = Field(
         55.0, gt=0, le=3600, description="A request still waiting this long when its turn comes gets a 503 (SageMaker gives up at 60 s).")
+    # The work one body may hold the single inference worker with (`limits`): a body over one is a 413 naming it.
+    accept_jsonlines: bool = Field(
+        False, description="Read application/jsonlines bodies on /invocations (one request per line): what a Batch Transform "
+                           "job's Environment sets; otherwise such a body is a 415 naming this variable.")
+    max_records: int = Field(1024, ge=1, le=100000, description="JSON Lines records in one body.")
+    max_submission_tokens: int = Field(
+        262144, ge=1024, le=1 << 24, description="Prompt tokens the records of one JSON Lines body may need together (one request "
+                                                 "is bounded by SEMIF_N_CTX and SEMIF_MAX_BRANCH_TOKENS).")
+    # Stateful sessions: SageMaker's two variables (AWS's container standard), then the adapter's bounds on them.
+    stateful_sessions: bool = Field(
+        False, validation_alias=SESSIONS_ENABLED_ENV, description="Open SageMaker stateful sessions ({\"requestType\": "
+        "\"NEW_SESSION\"}); a session keeps the states its requests use cached on this instance until it closes or expires.")
+    sessions_expiration_s: int = Field(
+        SESSIONS_EXPIRATION_S, ge=1, validation_alias=SESSIONS_EXPIRATION_ENV, description="A session's lifetime in seconds, "
+        "fixed when it opens (its Expires).")
+    max_sessions: int = Field(256, ge=1, le=100000, description="Sessions open at once; one more is refused 429.")
+    empty_session_s: int = Field(
+        60, ge=1, description="A session that has answered no request ends this long after it opened, so that opens alone cannot "
+                              "hold SEMIF_MAX_SESSIONS for a session's lifetime.")
+    sessions_per_peer: int = Field(
+        0, ge=0, le=100000, description="Sessions one client address may hold open (0: no share). For a server clients reach "
+                                        "directly: behind SageMaker every invocation comes from its router's address, so leave 0 there.")
     session_tokens: int = Field(
         2048, ge=0, description="Tokens of cached states that open sessions keep from eviction together (at most the prefix cache's "
                                 "budget, SEMIF_CACHE_TOKENS); a session request whose state would pass it is refused 429.")

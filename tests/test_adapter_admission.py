@@ -36,7 +36,7 @@ class BatchEngine:
         self.gate.wait(30)
         return answer(request)
 
-    def score_batch(self, requests, mode=None, on_done=None):
+    def score_batch(self, requests, mode=None, on_done=None, stop=None):
         self.batches.append(len(requests))
         out = [answer(r) for r in requests]
         if on_done is not None:

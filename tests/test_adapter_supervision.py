@@ -199,7 +199,7 @@ def test_hostile_json_is_a_422_naming_the_field(body, field):
     """Hostile JSON fails validation: Jev's 422 with `detail[]` naming the field (was 400 before jevcompat)."""
     engine = GateEngine()
     engine.gate.set()
-    with serving(engine) as (url, _):
+    with serving(engine, accept_jsonlines=True) as (url, _):
         response = httpx.post(url + "/invocations", content=body, headers={"Content-Type": "application/json"}, timeout=30)
         assert_error(response, 422, field)
         good = b'{"id": "ok", "state": "s", "questions": {"q": {"type": "noul", "instructions": "x"}}}\n'

@@ -184,6 +184,8 @@ def test_a_transform_container_waits_as_long_as_the_transform(state, aws_setting
         monkeypatch.setenv(key, value)
     inside = load_settings()  # as the container reads its Environment
     assert wait == 3600 and 3000 < answer_deadline_s(inside.request_timeout_s) < wait
+    # the job's own mini-batches are JSON Lines, read only because its Environment asks (an endpoint refuses them, 415)
+    assert inside.accept_jsonlines and inside.max_records == 100_000
 
 
 def test_the_adapters_deadline_on_an_endpoint_is_inside_60_s():

@@ -221,7 +221,7 @@ def client():
         def close(self) -> None:
             pass
 
-    with TestClient(create_app(Settings(max_body_bytes=64 * 1024), engine_factory=lambda s: Engine())) as c:
+    with TestClient(create_app(Settings(max_body_bytes=64 * 1024, accept_jsonlines=True), engine_factory=lambda s: Engine())) as c:
         yield c
 
 

@@ -30,7 +30,7 @@ API_KEY = "conformance-key"
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
     port = free_port()
-    env = server_env(port, SEMIF_API_KEY=API_KEY, SEMIF_N_CTX="8192", SEMIF_REQUEST_TIMEOUT_S="150")
+    env = server_env(port, SEMIF_API_KEY=API_KEY, SEMIF_N_CTX="8192", SEMIF_REQUEST_TIMEOUT_S="150", SEMIF_ACCEPT_JSONLINES="true")
     with running_server(ADAPTER_COMMAND, env, port) as srv:
         yield srv
 

@@ -26,7 +26,8 @@ def decision_container(container_runtime, adapter_image, packaged_model_dir):
     from semif_lib.containers.runtime import run_container
 
     container = run_container(container_runtime, adapter_image, packaged_model_dir, free_port(),
-                              {"SEMIF_THREADS": "2", "SEMIF_N_CTX": "4096", "SEMIF_CACHE_TOKENS": "2048"}, startup_timeout_s=120)
+                              {"SEMIF_THREADS": "2", "SEMIF_N_CTX": "4096", "SEMIF_CACHE_TOKENS": "2048", "SEMIF_ACCEPT_JSONLINES": "true"},
+                              startup_timeout_s=120)
     yield container
     container.stop()
 

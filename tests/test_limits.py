@@ -86,7 +86,7 @@ def test_over_http_300_questions_are_a_413_for_json_and_for_each_json_lines_reco
 
     from semif_lib.serving.app import create_app
 
-    app = create_app(Settings(), engine_factory=lambda _: AnsweringEngine())
+    app = create_app(Settings(accept_jsonlines=True), engine_factory=lambda _: AnsweringEngine())
     with TestClient(app) as client:
         response = client.post("/invocations", json=request_with(noul_questions(300)))
         assert response.status_code == 413, response.text

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..contract import request_timeout_for
+from ..invocation import transform_env
 from ..model.package import is_model_data_prefix
 from ..registry import WorkshopState
 from ..settings import Settings, load_settings
@@ -79,7 +80,7 @@ def plan_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str,
     """The CreateTransformJob request (arm64, and cuda until verified, are refused here: `transform_resources`)."""
     return transform_job_call(job_name, model_name, input_s3_uri, output_s3_uri,
                               resources=transform_resources(settings, instance_type, instance_count),
-                              environment=deadline_environment(invocation_timeout_s), max_payload_mb=max_payload_mb,
+                              environment=deadline_environment(invocation_timeout_s) | transform_env(), max_payload_mb=max_payload_mb,
                               max_concurrent=max_concurrent, invocation_timeout_s=invocation_timeout_s,
                               invocation_retries=INVOCATION_RETRIES, content_type=JSONLINES, tags=state.tags())
 

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
-from ..errors import InvalidRequestError, ModelLoadError, SemifError
+from ..errors import InvalidRequestError, ModelLoadError, SemifError, WorkStoppedError
 from ..model.hub import hub_origin
 from ..model.locate import find_model_path
 from ..settings import MODES, Settings, load_settings
@@ -42,6 +42,7 @@ __all__ = ["DecisionEngine", "EngineMode", "open_engine"]
 
 EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
 Result = DecisionResponse | SemifError
+Stop = Callable[[int], bool]  # score_batch's `stop(i)`: request i's submission has stopped (its client left, its deadline passed)
 
 
 class DecisionEngine:
@@ -238,37 +239,46 @@ class DecisionEngine:
             self.store.check_invariants(idle=True)
 
     def score_batch(self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None,
-                    on_done: Callable[[list[int], list[Any]], None] | None = None) -> list[Result]:
+                    on_done: Callable[[list[int], list[Any]], None] | None = None, stop: Stop | None = None) -> list[Result]:
         """Score several requests; in parallel mode the branches of requests in one round decode together.
 
         A request that fails (bad input, too long) gets its error in its slot; the others still run.
         Requests about the same state share one cached prefix. Rounds come from `planner.plan_rounds`,
         so no decode is attempted that could not find free KV cells. `on_done(indices, results)` is
         called as requests finish (after each round), so a server can answer them before the
-        whole batch is done.
+        whole batch is done. `stop(i)` is asked before each round (and each request scored alone): a request
+        whose submission stopped gets a `WorkStoppedError`, and nothing more is decoded or held for it.
         """
         mode = mode or self.settings.mode
         self._check_open()
         if mode != "parallel" or len(requests) == 1:
-            return self._score_each(requests, mode, on_done)
+            return self._score_each(requests, mode, on_done, stop)
         with self._lock:
             timings = Timings.begin()
             results: list[Result | None] = [None] * len(requests)
-            prepared = self._prepare_all(requests, results)
+            prepared = self._prepare_all(requests, results, stop)
             timings.prepared = time.perf_counter()
             if on_done is not None and len(prepared) < len(requests):
                 on_done([i for i, r in enumerate(results) if r is not None], results)
             for round_ in self.plan_rounds([prep for _, prep in prepared]):
-                self._run_round([prepared[k] for k in round_.members], results, timings)
+                members = [prepared[k] for k in round_.members]
+                for i, _ in members:  # between rounds: the previous round has released every lease it took
+                    if stop is not None and stop(i):
+                        results[i] = WorkStoppedError()
+                if live := [(i, prep) for i, prep in members if results[i] is None]:
+                    self._run_round(live, results, timings)
                 if on_done is not None:
                     on_done([prepared[k][0] for k in round_.members], results)
             self._check_idle()
         return [r for r in results if r is not None]
 
-    def _score_each(self, requests: Sequence[Any], mode: str, on_done: Callable[[list[int], list[Any]], None] | None) -> list[Result]:
+    def _score_each(self, requests: Sequence[Any], mode: str, on_done: Callable[[list[int], list[Any]], None] | None,
+                    stop: Stop | None = None) -> list[Result]:
         out: list[Result] = []
-        for request in requests:
+        for i, request in enumerate(requests):
             try:
+                if stop is not None and stop(i):
+                    raise WorkStoppedError()
                 out.append(self.score(request, mode=mode))
             except SemifError as exc:
                 out.append(exc)
@@ -276,11 +286,13 @@ class DecisionEngine:
                 on_done([len(out) - 1], out)
         return out
 
-    def _prepare_all(self, requests: Sequence[Any], results: list[Result | None]) -> list[tuple[int, PreparedRequest]]:
-        """Each request parsed and prepared; one that is refused gets its error in `results`."""
+    def _prepare_all(self, requests: Sequence[Any], results: list[Result | None], stop: Stop | None) -> list[tuple[int, PreparedRequest]]:
+        """Each request parsed and prepared; one that is refused (or stopped) gets its error in `results`."""
         prepared = []
         for i, request in enumerate(requests):
             try:
+                if stop is not None and stop(i):  # a conditioned or invariant request is scored here, not in a round
+                    raise WorkStoppedError()
                 req = request if isinstance(request, DecisionRequest) else parse_request(request)
                 if len(order_stages(req.questions)) > 1:
                     results[i] = self.score(req, mode="parallel")  # its stages depend on answers: not in a round

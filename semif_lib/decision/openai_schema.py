@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictStr, Tag, TypeAdapter, ValidationError, field_validator
 
 from ..errors import InvalidRequestError, RequestValidationError
-from ..limits import check_limit
+from ..limits import MAX_NAME_CHARS, check_limit
 from .responses import DecisionResponse
 from .schema import (
     MAX_SCORE_LEVELS,
@@ -88,25 +88,28 @@ class Message(_Part):
     content: Contents
 
 
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]  # a name, never content: bounded (`limits.MAX_NAME_CHARS`)
+
+
 class FunctionCall(_Part):
     type: Literal["function_call"]
-    call_id: str
-    name: str
+    call_id: Name
+    name: Name
     arguments: str
-    namespace: str | None = None
+    namespace: Name | None = None
 
 
 class CustomToolCall(_Part):
     type: Literal["custom_tool_call"]
-    call_id: str
-    name: str
+    call_id: Name
+    name: Name
     input: str
-    namespace: str | None = None
+    namespace: Name | None = None
 
 
 class CallOutput(_Part):
     type: Literal["function_call_output", "custom_tool_call_output"]
-    call_id: str
+    call_id: Name
     output: Contents
 
 
@@ -123,7 +126,7 @@ Instructions = Union[str, list[Part]]
 
 class _Ask(_Part):
     instructions: Instructions
-    name: str | None = None
+    name: Name | None = None
 
 
 class Predicate(_Ask):
@@ -133,6 +136,13 @@ class Predicate(_Ask):
 class ChoiceOption(_Part):
     value: Union[StrictStr, StrictBool] = Field(..., description="Typed: a string and a boolean with the same text are distinct.")
     description: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _bounded(cls, value: str | bool) -> str | bool:
+        if isinstance(value, str) and len(value) > MAX_NAME_CHARS:
+            raise ValueError(f"String should have at most {MAX_NAME_CHARS} characters")
+        return value
 
 
 class Choice(_Ask):
@@ -160,7 +170,7 @@ class Choice(_Ask):
 
 
 class Level(_Part):
-    label: str
+    label: Name
     description: str | None = None
 
 
@@ -178,12 +188,12 @@ class OpenAIRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str | None = Field(None, description=MODEL_FIELD_DOC)
+    model: str | None = Field(None, max_length=MAX_NAME_CHARS, description=MODEL_FIELD_DOC)
     input: Union[str, list[InputItem]]
     questions: list[OpenAIQuestion] = Field(..., min_length=1)
-    prompt_cache_key: str | None = None
+    prompt_cache_key: Name | None = Field(None, description="The prefix-cache partition this request's state is cached in.")
     prompt_cache_options: dict[str, Any] | None = None
-    safety_identifier: str | None = None
+    safety_identifier: Name | None = None
     x_batch_invariant: StrictBool | None = Field(None, description="As on the Jev wire (`schema.DecisionRequest`).")
     x_preamble: StrictBool | None = Field(None, description="As on the Jev wire (`schema.DecisionRequest`).")
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator, model_validator
 
 from ..errors import RequestValidationError
-from ..limits import check_limit, check_question_counts, hard_ceiling
+from ..limits import MAX_NAME_CHARS, check_limit, check_name_lengths, check_question_counts, hard_ceiling
 from ..settings import Debias, Settings
 from .validation import check_json_value, check_text_only, format_validation_error, parse_json_bytes
 
@@ -132,6 +132,8 @@ class ChoiceQuestion(_Question):
     def _within_the_options_limit(cls, value: Any) -> Any:
         if isinstance(value, (dict, list)):
             check_limit("max_options", len(value), field="criteria")  # a 413, as in a request (which names the question)
+        if isinstance(value, dict):
+            check_name_lengths(value, field="criteria", what="an option name")
         return value
 
     @field_validator("criteria")
@@ -182,7 +184,7 @@ class DecisionRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str | None = Field(None, description=MODEL_FIELD_DOC)
+    model: str | None = Field(None, max_length=MAX_NAME_CHARS, description=MODEL_FIELD_DOC)
     state: Content = Field(..., description="What every question is asked about.")
     questions: dict[str, Question] = Field(..., min_length=1, json_schema_extra={"maxProperties": MAX_QUESTIONS})
     batch_invariant: bool | None = Field(
@@ -204,6 +206,10 @@ class DecisionRequest(BaseModel):
     def _within_the_limits(cls, value: Any) -> Any:
         if isinstance(value, dict):
             check_question_counts(value)  # 413 naming SEMIF_MAX_QUESTIONS / SEMIF_MAX_OPTIONS, before any question is validated
+            check_name_lengths(value, field="questions", what="a question id")  # 422, the id itself not echoed
+            for qid, question in value.items():
+                if isinstance(criteria := question.get("criteria") if isinstance(question, dict) else None, dict):
+                    check_name_lengths(criteria, field=f"questions.{qid}.criteria", what="an option name")
         return value
 
     @field_validator("questions")

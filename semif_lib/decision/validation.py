@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 from pydantic import ValidationError
@@ -49,8 +50,9 @@ def parse_json_bytes(body: bytes | str) -> Any:
                                      loc=[exc.pos], kind="json_invalid") from exc
     except RecursionError:
         raise RequestValidationError(f"JSON nested deeper than {MAX_NESTING} levels", field="body", kind="json_invalid") from None
-    except ValueError as exc:  # e.g. an integer longer than Python's digit limit
-        raise RequestValidationError(f"malformed JSON: {exc}", field="body", kind="json_invalid") from None
+    except ValueError:  # an integer longer than Python's digit limit: our words, not the interpreter's advice
+        raise RequestValidationError(f"malformed JSON: a number longer than {sys.get_int_max_str_digits()} digits", field="body",
+                                     kind="json_invalid") from None
     check_json_value(data)
     return data
 

@@ -4,7 +4,8 @@
 `app` (`semif serve`: the app), `routes` (its route groups), `bodies` (reading a request body: its limit
 and its content coding, zstd or gzip), `wire` (parsing request bodies, response and error bodies, the OpenAPI
 models), `modelnames` (which `model` names a request may send), `worker` (the one thread that owns the
-engine), `sessions` (SageMaker's stateful sessions: a session's states held in the KV store), `runner`
+engine), `work` (a submission's work, bounded: its token budget, its stop between rounds), `sessions` (SageMaker's
+stateful sessions: a session's states held in the KV store), `sessionbook` (the open sessions and their limits), `runner`
 (uvicorn with SageMaker's SIGTERM drain), `texttwin` (`semif serve-text`, the local twin of the llama.cpp DLC) and
 `llamabinding` (the container's check that llama-cpp-python fits the DLC's libllama). The DLC's
 `SM_LLAMA_CPP_*` rules are plumbing (`semif_lib.llama_flags`): the replica image runs that file too.

@@ -96,8 +96,10 @@ class BodyDecoder:
                 self._raw = self._open()
             try:
                 piece = self._raw.decompress(data, self.limit - self.size + 1)
-            except self._errors as exc:  # the data is not what the header says
-                raise self._refuse_data(str(exc)) from None
+            except self._errors as exc:  # the data is not what the header says: our words, never the decoder's
+                why = (f"its window needs more memory than the {1 << ZSTD_WINDOW_LOG_MAX >> 20} MiB a zstd content coding may use "
+                       "(RFC 9659)" if "memory" in str(exc) else f"it stops decoding after {self.size} decoded bytes")
+                raise self._refuse_data(why) from None
             self.size += len(piece)
             if self.size > self.limit:
                 detail = f"the body decodes (Content-Encoding: {self.coding}) to more than {self.limit} bytes"

@@ -14,6 +14,7 @@ these groups to one FastAPI app.
 # No `from __future__ import annotations`: FastAPI reads the handlers' annotations (`Request`,
 # imported lazily inside the route-group functions) at route creation, so they must be real objects.
 import asyncio
+import functools
 import hmac
 import json
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ from .wire import (
     read_content_type,
     read_custom_mode,
     refuse_content_type,
+    refuse_jsonlines,
 )
 from .worker import InferenceWorker, Submission
 
@@ -89,7 +91,9 @@ def add_sagemaker_routes(app: "FastAPI", worker: InferenceWorker, settings: Sett
         error = worker.unavailable()  # the worker died, or the model failed to load: the worker's own words
         if error is not None:
             return error_response(error)
-        return {"status": "ok", "model": getattr(worker.engine, "model_id", None), "queued": worker.queued, "pending": worker.pending}
+        # scored: requests answered; stopped: bodies stopped between rounds (client gone, deadline passed); skipped: theirs unscored
+        return {"status": "ok", "model": getattr(worker.engine, "model_id", None), "queued": worker.queued, "pending": worker.pending,
+                "scored": worker.scored, "stopped": worker.stopped, "skipped": worker.skipped}
 
     @app.get("/execution-parameters", response_model=ExecutionParameters, summary="Batch Transform defaults")
     async def execution_parameters() -> Any:
@@ -108,7 +112,8 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
     body = {"application/json": {"schema": {"$ref": "#/components/schemas/OpenAIRequest"}}} if openai else {
         "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/DecisionRequest"},
                                                   {"$ref": "#/components/schemas/OpenAIRequest"}]}},
-        "application/jsonlines": {"schema": {"type": "string", "description": "One DecisionRequest (with an id) per line."}},
+        "application/jsonlines": {"schema": {"type": "string", "description": "One DecisionRequest (with an id) per line, at most "
+                                                                             "SEMIF_MAX_RECORDS; read only with SEMIF_ACCEPT_JSONLINES."}},
     }
     responses: dict[int, Any] = {
             200: {"model": DecisionResponse,
@@ -128,10 +133,12 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
                                                          if openai else " (error_type not_found).")},
             413: {"model": ErrorBody,
                   "description": "Over a limit, named in the message: the body, as sent or decoded (SEMIF_MAX_BODY_BYTES), questions "
-                                 "(SEMIF_MAX_QUESTIONS), options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS) or the "
-                                 "context (SEMIF_N_CTX)."},
+                                 "(SEMIF_MAX_QUESTIONS), options (SEMIF_MAX_OPTIONS), branch tokens (SEMIF_MAX_BRANCH_TOKENS), the "
+                                 "context (SEMIF_N_CTX), a JSON Lines body's records (SEMIF_MAX_RECORDS) or their prompt tokens "
+                                 "together (SEMIF_MAX_SUBMISSION_TOKENS)."},
             415: {"model": error, "description": "Content type other than application/json or application/jsonlines (multipart/"
-                                                   "form-data carries image assets), or a Content-Encoding other than zstd, gzip or "
+                                                   "form-data carries image assets), application/jsonlines without "
+                                                   "SEMIF_ACCEPT_JSONLINES, or a Content-Encoding other than zstd, gzip or "
                                                    "identity (answered with Accept-Encoding)."},
             429: {"model": error, "description": "Stateful sessions: one more would pass SEMIF_MAX_SESSIONS, or this request's state "
                                                    "would take the sessions' holds past SEMIF_SESSION_TOKENS (session_limit)."},
@@ -161,8 +168,10 @@ async def _read_body(request: Any, settings: Settings, wire: str | None) -> tupl
     check_auth(request, settings)
     ctype = read_content_type(request.headers.get("content-type")) or "application/json"
     jsonlines = ctype in JSONLINES_TYPES and wire is None
+    if jsonlines and not settings.accept_jsonlines:
+        raise refuse_jsonlines(ctype)  # before a byte of the body is read
     if not jsonlines and ctype not in JSON_TYPES:
-        raise refuse_content_type(ctype, wire)
+        raise refuse_content_type(ctype, wire, settings.accept_jsonlines)
     mode = request.query_params.get("mode") or read_custom_mode(request.headers.get(CUSTOM_ATTRIBUTES_HEADER)) or None
     if mode is not None and mode not in MODES:
         raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
@@ -174,7 +183,8 @@ async def _read_invocation(request: Any, worker: InferenceWorker, settings: Sett
     """An invoke request's body parsed on `wire` (None: either, per body), its `model` names checked (`modelnames`: a
     JSON Lines record naming another model answers 404 for itself)."""
     if jsonlines:
-        parsed = await asyncio.to_thread(parse_jsonlines_body, body) if len(body) > THREAD_PARSE_BYTES else parse_jsonlines_body(body)
+        parse = functools.partial(parse_jsonlines_body, max_records=settings.max_records)
+        parsed = await asyncio.to_thread(parse, body) if len(body) > THREAD_PARSE_BYTES else parse(body)
     else:
         parsed = await asyncio.to_thread(parse_json_body, body, wire) if len(body) > THREAD_PARSE_BYTES else parse_json_body(body, wire)
     items, ids, decisions = parsed
@@ -195,7 +205,10 @@ async def _answer(request: Any, worker: InferenceWorker, settings: Settings, ite
     loop = asyncio.get_running_loop()
     submission = Submission(items=items, mode=mode, loop=loop, future=loop.create_future(), session=session)
     worker.submit(submission)
-    return await await_submission(request, submission, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
+    results = await await_submission(request, submission, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
+    if submission.refusal is not None:  # the whole body's (over SEMIF_MAX_SUBMISSION_TOKENS), not one record's
+        raise submission.refusal
+    return results
 
 
 def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Settings) -> None:
@@ -283,10 +296,12 @@ async def await_submission(request: Any, submission: Submission, deadline_s: flo
         watch.cancel()
     if submission.future.done():
         return submission.future.result()
-    submission.abandoned = True
-    if watch.done() and not watch.cancelled():
+    gone, drained = watch.done() and not watch.cancelled(), drain is not None and drain.started is not None
+    # the worker drops it, or stops it before its next round
+    submission.abandon("its client left" if gone else "the drain window closed" if drained else "its deadline passed")
+    if gone:
         return None
-    if drain is not None and drain.started is not None:
+    if drained:
         raise ShuttingDownError(f"the server received SIGTERM and this request was not answered within SEMIF_DRAIN_S="
                                 f"{drain.window_s:g} s; retry (another instance will answer)", retry_after=1)
     raise ServiceBusyError(f"no answer within {deadline_s:.0f} s; retry", retry_after=5)

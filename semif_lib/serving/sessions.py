@@ -17,49 +17,28 @@ OpenAI's): the state comes from the session's last answered request on that wire
 each of its answered requests the worker holds that request's prefix in the KV store (`KVStore.hold`): spilled between
 requests as any prefix, but never evicted by the LRU until the session closes or expires (`release_holder`). Holds are
 bounded by `SEMIF_SESSION_TOKENS` (within the cache budget) and the sessions by `SEMIF_MAX_SESSIONS`, each refused
-429. Sessions live in this process: a restart forgets them (their next request is a 400 unknown session, and the
-client opens a new one). """
+429; the book of open sessions (`sessionbook`) ends one that answers no request within `SEMIF_EMPTY_SESSION_S`, so
+opens alone cannot hold that room. Sessions live in this process: a restart forgets them (their next request is a 400
+unknown session, and the client opens a new one).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-import threading
-import time
-import uuid
-from collections import OrderedDict
-from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
-from ..contract import (
-    CLOSE_SESSION,
-    CLOSED_SESSION_HEADER,
-    NEW_SESSION,
-    NEW_SESSION_HEADER,
-    SESSION_HEADER,
-    SESSION_ID_PATTERN,
-    SESSIONS_ENABLED_ENV,
-    SESSIONS_EXPIRATION_ENV,
-)
+from ..contract import CLOSE_SESSION, CLOSED_SESSION_HEADER, NEW_SESSION, NEW_SESSION_HEADER, SESSION_HEADER, SESSIONS_ENABLED_ENV
 from ..decision.schema import DecisionRequest
 from ..errors import EngineStateError, SemifError, SessionError, SessionLimitError
 from ..settings import Settings
+from .sessionbook import STATE_KEYS, SessionBook, format_expiry
 
 __all__ = ["SessionBook", "admit_session_requests", "answer_session_request", "fill_session_state", "keep_session_state",
            "read_request_session", "read_session_request", "release_sessions", "remember_session_state", "run_release",
            "session_headers"]
 
-ENDED_KEPT = 1024  # ended sessions remembered, so a late request hears "closed" or "expired" rather than "unknown"
-SESSION_ID = re.compile(SESSION_ID_PATTERN)
 REQUEST_TYPES = (NEW_SESSION, CLOSE_SESSION)
-# What makes a body's state, per wire: a questions-only request in a session gets these keys from the session's last one.
-STATE_KEYS = {"jev": ("state",), "openai": ("input", "prompt_cache_key")}
-
-
-def format_expiry(expires: float) -> str:
-    """The `Expires=` of the new-session header: UTC to the second, as botocore's NewSessionResponseHeader pattern wants."""
-    return datetime.fromtimestamp(expires, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def session_headers(opened: tuple[str, float] | None = None, closed: str | None = None) -> dict[str, str]:
@@ -78,8 +57,8 @@ def read_session_request(body: bytes) -> str | None:
         return None
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None  # the body parser answers malformed JSON
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None  # the body parser answers malformed JSON (deep nesting: a 422 naming the limit)
     if not isinstance(data, dict) or "requestType" not in data:
         return None
     kind = data["requestType"]
@@ -87,98 +66,6 @@ def read_session_request(body: bytes) -> str | None:
         raise SessionError(f'a session request is exactly {{"requestType": "{NEW_SESSION}"}} or {{"requestType": "{CLOSE_SESSION}"}}; '
                            f"got {json.dumps(data)[:200]}", field="requestType")
     return kind
-
-
-class SessionBook:
-    """The sessions open on this instance (id -> expiry) and those that ended lately; thread-safe: the event loop opens and
-    closes them, the worker asks whether one is still open before it holds a state for it."""
-
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
-        self.enabled = settings.stateful_sessions
-        self.expiration_s = settings.sessions_expiration_s
-        self.max_sessions = settings.max_sessions
-        self.clock = clock
-        self._open: dict[str, float] = {}
-        self._states: dict[tuple[str, str], dict[str, Any]] = {}  # (session, wire) -> its last answered request's state keys
-        self._ended: OrderedDict[str, str] = OrderedDict()  # id -> how it ended, for the 400's message
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._open)
-
-    def is_open(self, session: str) -> bool:
-        with self._lock:
-            return session in self._open
-
-    def open(self) -> tuple[str, float]:
-        """A new session: (id, expiry as a Unix time); 429 naming `SEMIF_MAX_SESSIONS` when that many are open."""
-        with self._lock:
-            if len(self._open) >= self.max_sessions:
-                raise SessionLimitError(f"{len(self._open)} stateful sessions are open; the limit is {self.max_sessions} "
-                                        f'(SEMIF_MAX_SESSIONS): close one ({{"requestType": "{CLOSE_SESSION}"}}) or wait for one to '
-                                        f"expire ({SESSIONS_EXPIRATION_ENV}={self.expiration_s} s)", field="requestType")
-            session, expires = str(uuid.uuid4()), self.clock() + self.expiration_s
-            self._open[session] = expires
-            return session, expires
-
-    def check(self, header: str | None) -> str | None:
-        """The open session a request's header names; None for no header (or `NEW_SESSION`, which opens none); else a 400."""
-        if header is None:
-            return None
-        if not self.enabled:
-            raise SessionError(f"{SESSION_HEADER}: stateful sessions are not enabled on this endpoint ({SESSIONS_ENABLED_ENV}=true "
-                               "turns them on); send the request without the header", field=SESSION_HEADER)
-        if header == NEW_SESSION:
-            return None
-        if len(header) > 256 or not SESSION_ID.match(header):
-            raise SessionError(f"{SESSION_HEADER}: {header[:64]!r} is not a session id (letters, digits and hyphens, at most 256)",
-                               field=SESSION_HEADER)
-        with self._lock:
-            expires = self._open.get(header)
-            if expires is not None and expires > self.clock():
-                return header
-            ended = self._ended.get(header) or (f"expired at {format_expiry(expires)}" if expires is not None else None)
-        how = ended or "is not open on this instance (never opened here, or forgotten by a restart)"
-        raise SessionError(f"{SESSION_HEADER}: session {header} {how}; open a new one with "
-                           f'{{"requestType": "{NEW_SESSION}"}}', field=SESSION_HEADER)
-
-    def close(self, header: str | None) -> str:
-        """End the session the header names (400 as `check` when there is none open); returns its id."""
-        session = self.check(header)
-        if session is None:
-            raise SessionError(f'{{"requestType": "{CLOSE_SESSION}"}} needs the session to close in {SESSION_HEADER}',
-                               field=SESSION_HEADER)
-        self._end([session], "was closed")
-        return session
-
-    def remember(self, session: str, wire: str, state: dict[str, Any]) -> None:
-        """The state keys of a request the session answered (and whose state it holds, so within SEMIF_SESSION_TOKENS)."""
-        with self._lock:
-            if session in self._open:
-                self._states[(session, wire)] = state
-
-    def recall(self, session: str, wire: str) -> dict[str, Any] | None:
-        with self._lock:
-            return self._states.get((session, wire))
-
-    def sweep(self) -> list[str]:
-        """End the sessions past their expiry; returns their ids, whose held states the caller releases."""
-        now = self.clock()
-        with self._lock:
-            expired = [(s, e) for s, e in self._open.items() if e <= now]
-        for session, expires in expired:
-            self._end([session], f"expired at {format_expiry(expires)} ({SESSIONS_EXPIRATION_ENV}={self.expiration_s} s)")
-        return [session for session, _ in expired]
-
-    def _end(self, sessions: list[str], how: str) -> None:
-        with self._lock:
-            for session in sessions:
-                self._open.pop(session, None)
-                for wire in STATE_KEYS:
-                    self._states.pop((session, wire), None)
-                self._ended[session] = how
-            while len(self._ended) > ENDED_KEPT:
-                self._ended.popitem(last=False)
 
 
 def _wire_of(data: Any, openai: bool) -> str | None:
@@ -195,8 +82,8 @@ def fill_session_state(body: bytes, session: str | None, book: SessionBook, open
         return body
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return body  # the body parser answers malformed JSON
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return body  # the body parser answers malformed JSON (deep nesting: a 422 naming the limit)
     wire = _wire_of(data, openai)
     if wire is None or STATE_KEYS[wire][0] in data:
         return body
@@ -212,6 +99,7 @@ def remember_session_state(body: bytes, session: str | None, book: SessionBook, 
     """After a session's request is answered: its state keys become the session's, for its questions-only requests."""
     if session is None:
         return
+    book.mark_used(session)  # it answered a request: no longer an empty session
     data = json.loads(body)
     wire = _wire_of(data, openai)
     if wire is not None and STATE_KEYS[wire][0] in data:
@@ -306,7 +194,7 @@ async def answer_session_request(kind: str, request: Any, book: SessionBook, wor
     check = worker.settings.check_invariants
     await run_release(worker, book.sweep(), check, None)
     if kind == NEW_SESSION:
-        opened = book.open()
+        opened = book.open(request.client.host if request.client else None)  # the peer, for SEMIF_SESSIONS_PER_PEER
         return JSONResponse({"session_id": opened[0], "expires": format_expiry(opened[1])}, headers=session_headers(opened))
     session = book.close(request.headers.get(SESSION_HEADER))
     await run_release(worker, [session], check, wait_s)

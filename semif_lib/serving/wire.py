@@ -40,6 +40,7 @@ from ..errors import (
     UnsupportedMediaTypeError,
 )
 from ..jsonlines import decode_utf8, iter_records, split_lines
+from ..limits import check_limit, check_record_id, setting_variable
 
 __all__ = [
     "HTTP_ERROR_TYPES",
@@ -67,6 +68,7 @@ __all__ = [
     "read_content_type",
     "read_custom_mode",
     "refuse_content_type",
+    "refuse_jsonlines",
 ]
 
 JSON_TYPES = frozenset({"application/json"})
@@ -155,18 +157,27 @@ def read_content_type(raw: str | None) -> str:
     return (raw or "").split(";", 1)[0].strip().lower()
 
 
-def refuse_content_type(ctype: str, wire: str | None) -> UnsupportedMediaTypeError:
-    """The 415 for a content type an invoke route does not read (`wire` None: `/invocations`, which reads JSON Lines too).
+def refuse_content_type(ctype: str, wire: str | None, jsonlines: bool = True) -> UnsupportedMediaTypeError:
+    """The 415 for a content type an invoke route does not read (`wire` None: `/invocations`, which reads JSON Lines too
+    when `jsonlines`: SEMIF_ACCEPT_JSONLINES is set).
 
     `multipart/form-data` is how typesafe-sdk sends image assets: its message says so, and why.
     """
-    also = "" if wire else ", or application/jsonlines with one request per line"
+    also = "" if wire or not jsonlines else ", or application/jsonlines with one request per line"
     if ctype == "multipart/form-data":
         return UnsupportedMediaTypeError(
             "content type 'multipart/form-data' is not supported: it carries image assets (typesafe-sdk sends one for a request "
             f"with assets), and {TEXT_ONLY}; send application/json{also}, with the state as text or JSON",
             field="content-type")
     return UnsupportedMediaTypeError(f"content type {ctype!r} is not supported; send application/json{also}", field="content-type")
+
+
+def refuse_jsonlines(ctype: str) -> UnsupportedMediaTypeError:
+    """The 415 for a JSON Lines body where none is read: one body of many requests would hold the one inference worker
+    for all of them, so only a server that serves Batch Transform reads them (its job's Environment sets the variable)."""
+    return UnsupportedMediaTypeError(
+        f"content type {ctype!r} (one request per line) is read only where {setting_variable('accept_jsonlines')}=true, as a "
+        "Batch Transform job's Environment sets it; send one request per body as application/json", field="content-type")
 
 
 def read_custom_mode(header: str | None) -> str | None:
@@ -201,11 +212,15 @@ def parse_json_body(body: bytes, wire: str | None = None) -> Parsed:
     data = parse_json_bytes(body)
     request, decisions = parse_decisions_request(data) if wire == OPENAI else parse_any(data)
     record_id = data.get("id") if isinstance(data, dict) and decisions is None else None
+    check_record_id(record_id)  # echoed in the answer: bounded as a name
     return [request], record_id, [decisions]
 
 
-def parse_jsonlines_body(body: bytes, wire: str | None = None) -> Parsed:
-    """One request per non-empty line, on either wire; a bad line becomes that line's error, never the whole body's."""
+def parse_jsonlines_body(body: bytes, wire: str | None = None, max_records: int | None = None) -> Parsed:
+    """One request per non-empty line, on either wire; a bad line becomes that line's error, never the whole body's.
+
+    More than `max_records` lines (SEMIF_MAX_RECORDS) is the whole body's 413, counted before any line is parsed.
+    """
     decisions: list[DecisionsBody | None] = []
 
     def validate(data: Any) -> DecisionRequest:
@@ -213,8 +228,11 @@ def parse_jsonlines_body(body: bytes, wire: str | None = None) -> Parsed:
         decisions.append(extra)
         return request
 
+    lines = list(split_lines(decode_utf8(body)))
+    if max_records is not None:
+        check_limit("max_records", len(lines), max_records, field="body")
     records = []
-    for rid, item in iter_records(split_lines(decode_utf8(body)), parse_json_bytes, validate):
+    for rid, item in iter_records(lines, parse_json_bytes, validate):
         if isinstance(item, SemifError):
             decisions.append(None)
         records.append((rid, item))

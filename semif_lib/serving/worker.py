@@ -8,14 +8,16 @@ and hands it to `engine.score_batch`, whose planner (`plan_rounds`) decides whic
 a round within the KV cells and the round's token budget; each request is answered as soon as
 its round is done. A full queue answers 503 with `Retry-After` instead of letting clients time out.
 
-Nothing here knows HTTP: a `Submission` carries parsed requests in and `resolve_submission` hands the
+Nothing here knows HTTP: a `Submission` (`work`) carries parsed requests in and `resolve_submission` hands the
 results back to the event loop that is awaiting them.
 
 The worker is supervised: a submission whose client has gone is dropped when its turn comes, one that
 waited longer than `SEMIF_REQUEST_TIMEOUT` gets a 503 instead of work nobody will read, and if
 the thread itself dies every waiting request gets a 503 at once, `/ping` turns 503 and
 `on_death` lets the server exit non-zero, so SageMaker replaces the container instead of
-routing traffic to a process that can no longer answer.
+routing traffic to a process that can no longer answer. A body's work is bounded (`work`): one over
+`SEMIF_MAX_SUBMISSION_TOKENS` gets its 413 before anything is decoded, and one whose client left or whose deadline
+passed stops between rounds (`stopped`, `skipped` count them; each is logged).
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..contract import answer_deadline_s
 from ..decision.responses import DecisionResponse
 from ..decision.schema import DecisionRequest
-from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError
+from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError, WorkStoppedError
 from ..settings import Settings
 from .sessions import SessionBook, admit_session_requests, keep_session_state
+from .work import Submission, refuse_over_budget, resolve_submission
 
 __all__ = ["InferenceWorker", "Submission", "WorkerFailedError", "resolve_submission"]
 
@@ -46,34 +49,6 @@ class WorkerFailedError(ServiceBusyError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, retry_after=1)
-
-
-@dataclass
-class Submission:
-    """One HTTP request's work: parsed requests (or their parse errors, passed through) and a future."""
-
-    items: list[DecisionRequest | SemifError]
-    mode: str | None
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future
-    created: float = field(default_factory=time.monotonic)
-    abandoned: bool = False  # the client went away or stopped waiting: drop it, do not compute it
-    answered: bool = False  # the worker has handed it its results (it no longer counts as pending)
-    session: str | None = None  # the stateful session its requests belong to (`sessions`): their states are held for it
-    task: Callable[[Any], Any] | None = None  # instead of requests: `task(engine)`, run between requests (`run_task`)
-
-
-def resolve_submission(submission: Submission, results: list[DecisionResponse | SemifError]) -> None:
-    """Hand `results` to the submission's future from any thread: the future belongs to the submission's event loop."""
-
-    def deliver() -> None:
-        if not submission.future.done():
-            submission.future.set_result(results)
-
-    try:
-        submission.loop.call_soon_threadsafe(deliver)
-    except RuntimeError:  # the loop is gone (forced shutdown): nobody is waiting any more
-        pass
 
 
 class InferenceWorker:
@@ -104,6 +79,10 @@ class InferenceWorker:
         self.death: BaseException | None = None  # why the worker thread ended while serving
         self.dropped = 0  # submissions whose client had gone when their turn came
         self.expired = 0  # submissions that had waited past SEMIF_REQUEST_TIMEOUT
+        self.scored = 0  # requests answered by the engine (a refusal in its slot included), for /ping
+        self.stopped = 0  # submissions stopped between rounds (client gone, or past the answer deadline)
+        self.skipped = 0  # their requests never scored
+        self.deadline_s = answer_deadline_s(settings.request_timeout_s)  # the handler's: past it nobody reads the answer
         self.ready = threading.Event()
         self._submissions: deque[Submission] = deque()
         self._cond = threading.Condition()
@@ -238,7 +217,8 @@ class InferenceWorker:
         resolve_submission(submission, results)
 
     def _admit(self, submissions: list[Submission]) -> list[Submission]:
-        """The submissions still worth computing: drop those whose client left, answer 503 to those past the timeout."""
+        """The submissions still worth computing: drop those whose client left, answer 503 to those past the timeout, and
+        413 to a body over its token budget (`work.refuse_over_budget`)."""
         now, keep = time.monotonic(), []
         for submission in submissions:
             waited = now - submission.created
@@ -249,6 +229,9 @@ class InferenceWorker:
                 busy = ServiceBusyError(f"the request waited {waited:.0f} s for the model, longer than SEMIF_REQUEST_TIMEOUT="
                                         f"{self.settings.request_timeout_s:g} s; retry", retry_after=2)
                 self._answer(submission, [busy] * len(submission.items))
+            elif (refusal := refuse_over_budget(self.engine, submission.items, self.settings.max_submission_tokens)) is not None:
+                submission.refusal = refusal  # the whole body's 413, before anything is decoded
+                self._answer(submission, [refusal] * len(submission.items))
             else:
                 keep.append(submission)
         return keep
@@ -291,21 +274,37 @@ class InferenceWorker:
             results[id(submission)][k] = out
             if submission.session is not None and self.sessions is not None and not isinstance(out, SemifError):
                 keep_session_state(self.engine, submission.session, states[id(submission)].get(k), self.sessions)
+            submission.skipped += isinstance(out, WorkStoppedError)
+            submission.scored += not isinstance(out, WorkStoppedError)
+            self.scored += not isinstance(out, WorkStoppedError)
             left[id(submission)] -= 1
             if not left[id(submission)]:
+                self._count_stopped(submission)
                 self._answer(submission, results[id(submission)])
 
         for mode, slots in by_mode.items():
-            self._score_requests([submission.items[k] for submission, k in slots], mode, lambda i, out, slots=slots: record(*slots[i], out))
+            self._score_requests([submission.items[k] for submission, k in slots], mode, lambda i, out, slots=slots: record(*slots[i], out),
+                                 lambda i, slots=slots: slots[i][0].stopped(self.deadline_s))
         for submission in submissions:  # normally all answered already; never leave one waiting
             self._answer(submission, results[id(submission)])
 
-    def _score_requests(self, requests: list[DecisionRequest], mode: str | None,
-                     deliver: Callable[[int, Any], None]) -> None:
-        """Score `requests` and `deliver(i, result)` each as soon as it is final.
+    def _count_stopped(self, submission: Submission) -> None:
+        """A submission stopped between rounds, counted and logged: how much of it ran, and how much after its client left."""
+        if not submission.skipped:
+            return
+        self.stopped += 1
+        self.skipped += submission.skipped
+        after = "" if submission.scored_when_abandoned is None else \
+            f", {submission.scored - submission.scored_when_abandoned} of them after {submission.why}"
+        log.info("stopped a submission between rounds (%s): %d of %d requests scored%s, %d skipped", submission.why,
+                 submission.scored, submission.scored + submission.skipped, after, submission.skipped)
+
+    def _score_requests(self, requests: list[DecisionRequest], mode: str | None, deliver: Callable[[int, Any], None],
+                        stop: Callable[[int], bool]) -> None:
+        """Score `requests` and `deliver(i, result)` each as soon as it is final; `stop(i)`: request i's submission stopped.
 
         A server-side failure inside a batch (5xx, e.g. no KV room for all prefixes at once) is not
-        final: that request gets a solo retry after the batch.
+        final: that request gets a solo retry after the batch (unless its submission has stopped).
         """
         engine = self.engine
         out: list[Any] | None = None
@@ -320,7 +319,7 @@ class InferenceWorker:
 
         if len(requests) > 1 and hasattr(engine, "score_batch"):
             try:
-                out = list(engine.score_batch(requests, mode=mode, on_done=on_done))
+                out = list(engine.score_batch(requests, mode=mode, on_done=on_done, stop=stop))
             except Exception:  # fall back to one request at a time
                 log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
                 out = None
@@ -332,7 +331,7 @@ class InferenceWorker:
             if i in delivered:
                 continue
             if out[i] is None or (isinstance(out[i], SemifError) and out[i].status_code >= 500):
-                out[i] = self._score_one(request, mode)
+                out[i] = WorkStoppedError() if stop(i) else self._score_one(request, mode)
             delivered.add(i)
             deliver(i, out[i])
 
@@ -342,5 +341,5 @@ class InferenceWorker:
         except SemifError as exc:
             return exc
         except Exception as exc:  # a bug must answer 500 for this request, not kill the worker
-            log.exception("engine.score failed")
-            return SemifError(f"internal error while scoring: {type(exc).__name__}: {exc}")
+            log.exception("engine.score failed")  # the exception's text goes to the log, not to the client
+            return SemifError(f"internal error while scoring ({type(exc).__name__})")

@@ -17,7 +17,15 @@ from urllib.parse import urlsplit
 
 from ..contract import CLOSED_SESSION_HEADER, NEW_SESSION_HEADER, SESSION_HEADER
 from ..errors import SemifError
-from ..invocation import SESSION_BODIES, decision_env, iter_chat_deltas, iter_sse_events, read_new_session, text_settings
+from ..invocation import (
+    SESSION_BODIES,
+    decision_env,
+    iter_chat_deltas,
+    iter_sse_events,
+    read_new_session,
+    text_settings,
+    transform_env,
+)
 from ..jsonlines import split_lines
 from ..llama_flags import build_sm_env
 from ..model.package import extract_model_package
@@ -118,8 +126,9 @@ class MachineTarget:
         return dest
 
     def decision_env(self) -> dict[str, str]:
-        """The decision server's environment, as the endpoint's (`invocation.decision_env`: stateful sessions on)."""
-        return decision_env(self.settings.dlc_variant, self.settings.mode)
+        """The decision server's environment, as the endpoint's (`invocation.decision_env`: stateful sessions on), and as
+        the transform job's (`transform_env`: JSON Lines read), since `score_jsonlines` sends its file to the same server."""
+        return decision_env(self.settings.dlc_variant, self.settings.mode) | transform_env()
 
     def text_env(self, llama_settings: Mapping[str, Any] | None) -> dict[str, str]:
         """`SM_LLAMA_CPP_*` for the text server: the DLC variant's defaults merged with `llama_settings`."""

@@ -62,7 +62,7 @@ class RoundEngine(GateEngine):
         self.rounds = threading.Event()
         self.batches: list[int] = []
 
-    def score_batch(self, requests, mode=None, on_done=None):
+    def score_batch(self, requests, mode=None, on_done=None, stop=None):
         self.batches.append(len(requests))
         out = [answer(requests[0])] + [None] * (len(requests) - 1)
         if on_done is not None:

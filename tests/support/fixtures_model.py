@@ -72,6 +72,7 @@ def keyed_server():
     from support.servers import ADAPTER_COMMAND, free_port, running_server, server_env
 
     port = free_port()
-    with running_server(ADAPTER_COMMAND, server_env(port, SEMIF_API_KEY=KEYED_API_KEY), port) as srv:
+    env = server_env(port, SEMIF_API_KEY=KEYED_API_KEY, SEMIF_ACCEPT_JSONLINES="true")  # JSON Lines read, as a transform job's
+    with running_server(ADAPTER_COMMAND, env, port) as srv:
         yield srv
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...errors import InvalidRequestError, SemifError
+from ...invocation import transform_env
 from ...processes import start_server
 
 __all__ = ["BenchmarkError", "percentile", "post_json", "refuse_unknown", "rounded", "running_serve", "server_env", "time_call"]
@@ -54,9 +55,10 @@ def running_serve(port: int, env: dict[str, str], log_path: Path, module: str = 
 
 
 def server_env(threads: int, **extra: str) -> dict[str, str]:
-    """`semif serve`'s environment for a benchmark: a small context, invariants checked, a deep queue; `extra` on top."""
+    """`semif serve`'s environment for a benchmark: a small context, invariants checked, a deep queue, JSON Lines read (the
+    hostile bodies include some); `extra` on top."""
     return {"SEMIF_N_CTX": "2048", "SEMIF_THREADS": str(threads), "SEMIF_CACHE_TOKENS": "1024",
-            "SEMIF_CHECK_INVARIANTS": "1", "SEMIF_QUEUE_SIZE": "256", **extra}
+            "SEMIF_CHECK_INVARIANTS": "1", "SEMIF_QUEUE_SIZE": "256", **transform_env(), **extra}
 
 
 def time_call(fn: Callable[[], T]) -> tuple[float, T]:
