@@ -13,9 +13,10 @@ Every call is decided by the identity-policy evaluator the notebook walks use (s
 request mapping, AWS's 403). What IAM's evaluation alone cannot show (a role the attacker may create under the
 boundary and write `*` into) is shown on the effective permissions: the role's policy capped by the boundary.
 
-Two attendees of the template account share one role: IAM cannot tell them apart by name, so deleting another
-attendee's `semif-*` endpoint is not a path IAM refuses (docs/aws.md says so; CloudTrail names the user profile
-behind each call). "Another attendee's endpoint" here is one whose name is outside the workshop's, where names allow.
+Two attendees of the template account share one role; what keeps them apart is their user profile, which Studio sends
+as `aws:SourceIdentity` and which every name they may touch carries: another attendee's endpoint, objects, repository
+and build project are refused by name. The whole surface, every operation of every service the policies reach, is
+decided in tests/test_operations.py; these paths are its readable examples.
 """
 
 from __future__ import annotations
@@ -205,8 +206,46 @@ def _paths(a: Account) -> dict[str, list[Callable[[], Any]]]:
             lambda: a.client("cloudformation").delete_stack(StackName="semif-workshop"),
             lambda: a.client("cloudtrail").stop_logging(Name="management-events"),
             lambda: a.client("kms").schedule_key_deletion(KeyId="1234abcd-12ab-34cd-56ef-1234567890ab")],
+        # issue 43's reviewer, on the template as it was: each of these was allowed under AmazonSageMakerFullAccess
+        "run another project's model, and its role, under a workshop name": [
+            lambda: sm.create_endpoint_config(EndpointConfigName=f"semif-steal-{OWNER}-0123456789ab", ProductionVariants=[
+                {"VariantName": "AllTraffic", "ModelName": "event-model", "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}]),
+            lambda: sm.create_transform_job(TransformJobName=f"semif-steal-{OWNER}-1", ModelName="event-model", TransformInput={
+                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://{a.bucket}/x"}}},
+                TransformOutput={"S3OutputPath": f"s3://{a.bucket}/y"},
+                TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1})],
+        "spend without limit (a p5 endpoint, a GPU Studio app, a 2xlarge build)": [
+            lambda: sm.create_endpoint_config(EndpointConfigName=f"semif-text-{OWNER}-0123456789ab", ProductionVariants=[
+                {"VariantName": "AllTraffic", "ModelName": f"semif-text-{OWNER}-0123456789ab", "InitialInstanceCount": 1,
+                 "InstanceType": "ml.p5.48xlarge"}]),
+            lambda: sm.create_app(DomainId="d-workshop", SpaceName="mine", AppType="JupyterLab", AppName="default",
+                                  ResourceSpec={"InstanceType": "ml.p5.48xlarge"}),
+            lambda: cb.create_project(name=f"semif-adapter-build-{OWNER}", serviceRole=f"arn:aws:iam::{ACCOUNT}:role/{shared}",
+                                      **{**project, "environment": {**project["environment"], "computeType": "BUILD_GENERAL1_2XLARGE"}})],
+        "forge endpoint metrics, or scale another project's variant": [
+            lambda: a.client("cloudwatch").put_metric_data(Namespace="AWS/SageMaker", MetricData=[
+                {"MetricName": "InvocationsPerInstance", "Value": 1e6, "Dimensions": [{"Name": "EndpointName", "Value": "event-demo"}]}]),
+            lambda: a.client("application-autoscaling").put_scheduled_action(
+                ServiceNamespace="sagemaker", ResourceId="endpoint/event-demo/variant/AllTraffic", ScheduledActionName="x",
+                ScalableDimension="sagemaker:variant:DesiredInstanceCount", Schedule="rate(1 minute)",
+                ScalableTargetAction={"MinCapacity": 10, "MaxCapacity": 10}),
+            lambda: a.client("application-autoscaling").register_scalable_target(
+                ServiceNamespace="sagemaker", ResourceId="endpoint/event-demo/variant/AllTraffic",
+                ScalableDimension="sagemaker:variant:DesiredInstanceCount", MinCapacity=10, MaxCapacity=10)],
+        "delete the event team's prebuilt image, or write another bucket's model": [
+            lambda: a.client("ecr").delete_repository(repositoryName="semif-event-adapter", force=True),
+            lambda: s3.put_object(Bucket=f"sagemaker-{REGION}-{ACCOUNT}", Key="other/model.tar.gz", Body=b"x")],
     }
     if a.name == "template":
+        # attendees share one role: the names their profile is part of keep them apart
+        paths["touch another attendee's endpoint, objects, repository or build"] = [
+            lambda: sm.delete_endpoint(EndpointName=f"semif-text-{OTHER}"),
+            lambda: a.client("sagemaker-runtime").invoke_endpoint(EndpointName=f"semif-decision-{OTHER}", Body=b"{}"),
+            lambda: s3.put_object(Bucket=a.bucket, Key=f"semif-workshop/{OTHER}/models/model.tar.gz", Body=b"x"),
+            lambda: s3.get_object(Bucket=a.bucket, Key=f"semif-workshop/{OTHER}/batch/out.jsonl.out"),
+            lambda: a.client("ecr").delete_repository(repositoryName=f"semif-adapter-{OTHER}", force=True),
+            lambda: cb.update_project(name=f"semif-adapter-build-{OTHER}", source={
+                "type": "S3", "location": f"{a.bucket}/semif-workshop/{OWNER}/build/adapter.zip"})]
         paths["open another attendee's Studio"] = [
             lambda: sm.create_presigned_domain_url(DomainId="d-workshop", UserProfileName="another-attendee")]
         paths["replace the domain's lifecycle configuration (code in every space)"] = [

@@ -153,11 +153,17 @@ def transform_answer(request: Any) -> dict[str, Any]:
 
 
 def answer_transform_jobs(made: Any) -> None:
-    """moto records a transform job and runs nothing: on each CreateTransformJob, write what the job would, one answer per
+    """moto records a transform job and runs nothing: on each CreateTransformJob that succeeds, write what the job would, one answer per
     input line in `<S3OutputPath><input name>.out` (`transform_answer`), so the step that reads the output back runs."""
     import json
 
-    def write(params: dict[str, Any], **_: Any) -> None:
+    def keep(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["transform_params"] = dict(params)
+
+    def write(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if "Error" in parsed or "transform_params" not in context:
+            return  # a job AWS refused (an identity's denial answers before the call) runs nothing, and reads nothing
+        params = context["transform_params"]
         source = params["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
         bucket, _, key = source.removeprefix("s3://").partition("/")
         out_bucket, _, out_prefix = params["TransformOutput"]["S3OutputPath"].removeprefix("s3://").partition("/")
@@ -169,7 +175,8 @@ def answer_transform_jobs(made: Any) -> None:
         body = "".join(json.dumps(transform_answer(json.loads(line))) + "\n" for line in lines if line.strip())
         s3.put_object(Bucket=out_bucket, Key=f"{out_prefix.rstrip('/')}/{key.rsplit('/', 1)[-1]}.out", Body=body.encode())
 
-    made.events.register("before-parameter-build.sagemaker.CreateTransformJob", write)
+    made.events.register("before-parameter-build.sagemaker.CreateTransformJob", keep)
+    made.events.register("after-call.sagemaker.CreateTransformJob", write)
 
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
