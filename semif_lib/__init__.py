@@ -8,9 +8,9 @@ The house has four wings with one-way doors (see the README's repository map):
 * `measurement/`: benchmarks (`bench/`), evaluation and calibration fitting (`quality/`), plots;
 
 on plumbing they all share (`contract`, `settings`, `errors`, `limits`, `paths`, `prices`, `arguments`, `jsonlines`,
-`processes`, `containers`, `llama_flags`, `llamabuilds`, `dockerfile`, `registry`, `invocation`, `model.locate`,
-`model.hub`, `model.chunks`, `model.package`), under a top floor that only the notebooks and the shell use
-(`workshop`, `notebook`, `targets`, `model.inspect`, `cli`). docs/architecture.md says what each module holds;
+`processes`, `containers`, `llama_flags`, `llamabuilds`, `dockerfile`, `registry`, `invocation`, `model`),
+under a top floor that only the notebooks and the shell use (`workshop`, `notebook`, `targets`, `cli`).
+docs/architecture.md says what each module holds;
 tests/test_architecture.py holds this list, that map and every package's docstring to the modules on disk.
 
 Importing the package is cheap: llama_cpp, boto3 and the SageMaker SDK load only when a

@@ -137,7 +137,7 @@ def command_serve_text(args: argparse.Namespace) -> int:
 
 
 def command_model_inspect(args: argparse.Namespace) -> int:
-    from .model.inspect import inspect_model
+    from .decision.inspection import inspect_model
 
     report = inspect_model(args.file, load_settings(n_ctx=args.n_ctx))
     print(json.dumps(report.as_dict(), indent=2) if args.json else "\n".join(report.lines()))

@@ -75,7 +75,7 @@ def package_model(gguf: Path | str | None = None, settings: Settings | None = No
     "model_data_url", "uploaded"}`.
     """
     settings, state = settings_and_state(settings, state)
-    from .model.inspect import check_for_packaging
+    from .decision.inspection import check_for_packaging
 
     package = build_model_package(gguf, out_dir=Path(settings.state_file).parent / "packages", settings=settings,
                                   inspect=lambda path, identity: check_for_packaging(path, identity, settings))

@@ -8,9 +8,10 @@ model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV
 (branch tokens shared once), `readout` (logits to answers), `calibrator` (applying a fitted file), `position_prior`
 (the preference for each displayed position, estimated from rotations), `conformal`
 (prediction sets and abstention, fitted and served alike), `conditioning` (`x_after`: questions conditioned on
-earlier answers) and `openai_schema` (the OpenAI Decisions wire: its parser and answer builder).
+earlier answers), `openai_schema` (the OpenAI Decisions wire: its parser and answer builder) and `inspection`
+(`semif model inspect`: whether a GGUF's answer slots verify, before it is packaged).
 
-Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `model.locate`),
+Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `model`),
 never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`
 (llama-cpp-python's Jinja2 chat formatter) import llama_cpp, and only when they run; `schema`,
 `responses` and `validation` never do.

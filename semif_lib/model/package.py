@@ -7,7 +7,7 @@ and the first `*.gguf` there is served. A split GGUF goes in whole, every shard 
 folder and is recorded beside it, so an unchanged model is never packaged twice.
 
 Before anything is written, the workshop's packaging step has the model inspected (the `inspect` hook,
-`model.inspect.check_for_packaging`, which this floor cannot import): a GGUF whose answer slots cannot
+`decision.inspection.check_for_packaging`, which this floor cannot import): a GGUF whose answer slots cannot
 verify, or whose architecture this llama.cpp lacks, is refused with one line, not on the endpoint after
 an upload. A hub reference (`hf://org/repo/file.gguf[@rev]`) is
 downloaded first, and its repository and resolved commit are recorded with the package.
@@ -122,7 +122,7 @@ def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Pa
 
     `gguf`: a local path (the first shard of a split GGUF), a hub reference, or None for the model the adapter would serve
     (`SEMIF_MODEL_PATH`, else the embedded SmolLM2). `inspect(first shard, identity)` runs before anything is written and
-    raises to refuse the model (the workshop step passes `model.inspect.check_for_packaging`; this floor cannot import it).
+    raises to refuse the model (the workshop step passes `decision.inspection.check_for_packaging`; this floor cannot import it).
     Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2 Q4_1 and took 25x longer), so gzip stores them
     (`compresslevel=0`): the format SageMaker wants, at disk speed.
     """

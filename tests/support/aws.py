@@ -66,7 +66,7 @@ def make_fake_gguf(path: Path, size: int = 64 << 10, shards: int = 1, arch: str 
     `shards` > 1 writes a split GGUF beside `path` (`<stem>-00001-of-0000N.gguf`, through gguf's own writer) and
     returns its first shard.
 
-    Packaging inspects a model before anything is written or uploaded (`model.inspect.refuse_unworkable`: llama.cpp
+    Packaging inspects a model before anything is written or uploaded (`decision.inspection.refuse_unworkable`: llama.cpp
     loads its vocabulary, the answer slots verify), so the AWS tests package what that gate lets through, in 2 MB.
     """
     built = _vocab_only_gguf(size, shards, arch, chat_template)

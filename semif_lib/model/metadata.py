@@ -1,11 +1,8 @@
-"""`semif model inspect`: what a GGUF is and whether the decision path can use it, before anything is uploaded.
+"""What a GGUF is, from its metadata alone: llama.cpp's own `gguf` reader (memory-mapped, no weights loaded).
 
-The metadata comes from llama.cpp's own `gguf` reader (memory-mapped, no weights loaded); the two checks
-that decide whether a model can work at all use the llama.cpp this package serves with, loading the
-vocabulary only (a second or so): whether its build knows the architecture, and whether the answer slots
-(Yes/No, the choice letters, the score digits) are single tokens after the model's own assistant header,
-checked by the same `RequestPreparer` that refuses a request at serving time. `refuse_unworkable` is what
-the packaging step calls, so a model that cannot work fails there with one line, not on the endpoint.
+Its size, architecture, quantization, tokenizer and chat template, the memory it needs at a given n_ctx and the
+instances that hold it. Whether the decision path can use it (the answer slots) is the decision wing's question
+(`decision.inspection`), which fills in the rest of the report.
 """
 
 from __future__ import annotations
@@ -14,15 +11,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decision.backend import VocabReader
-from ..decision.prompt import PromptRenderer
-from ..decision.schema import parse_request
-from ..errors import InvalidRequestError, ModelLoadError, SemifError
-from ..settings import Settings
 from .hub import local_shards
-from .locate import find_model_path
 
-__all__ = ["INSTANCE_MEMORY_GIB", "ModelReport", "check_for_packaging", "inspect_model", "refuse_unworkable"]
+__all__ = ["INSTANCE_MEMORY_GIB", "ModelReport", "read_metadata"]
 
 # SageMaker real-time instances the workshop suggests: (host memory GiB, accelerator memory GiB), from the
 # EC2 instance-type specifications (c6i/c7g: 2 GiB per vCPU, m6i: 4, r6i: 8; g5: A10G 24 GB, g6: L4 24 GB).
@@ -32,13 +23,6 @@ INSTANCE_MEMORY_GIB: dict[str, tuple[int, int]] = {
     "ml.r6i.xlarge": (32, 0), "ml.g5.xlarge": (16, 24), "ml.g6.xlarge": (16, 24), "ml.g6.12xlarge": (192, 96),
 }
 HOST_SHARE = 0.75  # of an instance's memory the model may take: the OS, the container and the adapter need the rest
-SUGGESTION = ("pick an instruct GGUF of an architecture llama.cpp knows, with a chat template "
-              "(SmolLM2-135M-Instruct, Qwen2.5-0.5B/1.5B-Instruct, Llama-3.2-1B/3B-Instruct: docs/quality.md)")
-_PROBE = {"state": "probe", "questions": {
-    "yes_no": {"type": "noul", "instructions": "Is this a probe?"},
-    "choice": {"type": "choice", "instructions": "Which letter?", "criteria": {f"option {i}": f"option {i}" for i in range(26)}},
-    "score": {"type": "score", "instructions": "How much?", "criteria": [f"level {i}" for i in range(10)]},
-}}
 
 
 @dataclass
@@ -144,89 +128,3 @@ def read_metadata(path: Path, n_ctx: int) -> ModelReport:
         fits=[name for name, (host, gpu) in INSTANCE_MEMORY_GIB.items()
               if (memory <= gpu * 1024 ** 3 * 0.9 if gpu else memory <= host * 1024 ** 3 * HOST_SHARE)],
     )
-
-
-class VocabTokenizer(VocabReader):
-    """The model's tokenizer alone (llama.cpp `vocab_only`): what `RequestPreparer` needs, without the weights."""
-
-    def __init__(self, path: Path) -> None:
-        from ..decision.backend import ensure_backend
-
-        self.lib = lib = ensure_backend(False)
-        params = lib.llama_model_default_params()
-        params.vocab_only = True
-        self._model = lib.llama_model_load_from_file(str(path).encode(), params)
-        if not self._model:
-            raise ModelLoadError(f"llama.cpp could not load {path}: not a valid GGUF, or an architecture this build lacks",
-                                 field="model_path")
-        self._vocab = lib.llama_model_get_vocab(self._model)
-
-    def close(self) -> None:
-        if self._model:
-            self.lib.llama_model_free(self._model)
-            self._model = None
-
-    def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:
-        return list(self._tokenize_uncached(text, add_special, parse_special))
-
-
-def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str | None]:
-    """(architecture loads, choice letters available, the refusal a probe request gets or None)."""
-    from ..decision.preparer import RequestPreparer
-
-    try:
-        tok = VocabTokenizer(path)
-    except ModelLoadError as exc:
-        return False, None, exc.message
-    try:
-        renderer = PromptRenderer(tok.chat_template, tok.bos_text, tok.eos_text)
-        preparer = RequestPreparer(tok, renderer, settings, settings.n_ctx)
-        try:
-            preparer.prepare(parse_request(_PROBE))
-        except InvalidRequestError as exc:
-            return True, len(preparer.letter_slots), exc.message
-        return True, len(preparer.letter_slots), None
-    except SemifError as exc:
-        return True, None, exc.message
-    finally:
-        tok.close()
-
-
-def inspect_model(path: Path | str, settings: Settings | None = None, load_vocab: bool = True) -> ModelReport:
-    """The report for one GGUF (a hub reference is downloaded first); `problems` says why it cannot work."""
-    settings = settings or Settings()
-    local = find_model_path(path or settings.model_path, settings.model_dir)
-    report = read_metadata(local, settings.n_ctx)
-    if load_vocab:
-        loads, letters, problem = check_slots(local, settings)
-        report.architecture_loads, report.letter_slots = loads, letters
-        if not loads:
-            report.problems.append(f"llama.cpp cannot load architecture {report.architecture!r} ({problem}); {SUGGESTION}")
-        elif problem:
-            report.problems.append(f"the decision path's answer slots do not verify: {problem}; {SUGGESTION}")
-    if not report.fits:
-        report.problems.append(f"needs {report.memory_bytes / 1024 ** 3:.1f} GiB, more than any suggested instance offers; "
-                               "pick a smaller quantization (Q4_K_M) or a smaller model")
-    return report
-
-
-_PASSED: dict[tuple[str, int], dict[str, Any]] = {}  # (model identity, n_ctx) -> the facts: inspected once per process
-
-
-def check_for_packaging(path: Path, identity: str, settings: Settings) -> dict[str, Any]:
-    """`refuse_unworkable` for the packaging step (`model.package.build_model_package(inspect=...)`), remembered by the
-    model's identity (its sha256) and n_ctx; returns the facts the package's manifest keeps."""
-    key = (identity, settings.n_ctx)
-    if key not in _PASSED:
-        report = refuse_unworkable(path, settings)
-        _PASSED[key] = {"architecture": report.architecture, "quantization": report.quantization,
-                        "letter_slots": report.letter_slots, "fits": report.fits}
-    return _PASSED[key]
-
-
-def refuse_unworkable(path: Path | str, settings: Settings | None = None) -> ModelReport:
-    """The packaging step's gate: the report, or a `ModelLoadError` with the first problem in one line."""
-    report = inspect_model(path, settings)
-    if report.problems:
-        raise ModelLoadError(f"{Path(report.path).name} cannot serve decisions: {report.problems[0]}", field="model_path")
-    return report
