@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from semif_lib.cli import main
-from semif_lib.errors import ModelLoadError
 from semif_lib.decision.inspection import inspect_model, refuse_unworkable
+from semif_lib.errors import ModelLoadError
 from semif_lib.model.locate import find_embedded_model
 from semif_lib.settings import Settings
 
