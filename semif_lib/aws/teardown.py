@@ -11,6 +11,7 @@ raises, and cleanup reports it and keeps the record for a retry. Deletes are pla
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..registry import KeptResource
@@ -18,7 +19,7 @@ from ..settings import Settings
 from .clients import make_client
 from .errors import DENIED_CODES, error_code, is_not_found, unless_gone
 
-__all__ = ["DELETERS", "delete_resource", "describe_still_billing"]
+__all__ = ["KINDS", "ResourceKind", "delete_resource", "describe_still_billing"]
 
 
 def _gone(call: Callable[[], Any]) -> bool:
@@ -178,18 +179,60 @@ def delete_alarm(entry: dict[str, Any], settings: Settings) -> bool:
     return True
 
 
-DELETERS: dict[str, Callable[[dict[str, Any], Settings], bool]] = {
-    "cloudwatch_alarm": delete_alarm,
-    "scaling_target": delete_scaling_target,
-    "sagemaker_endpoint": delete_endpoint,
-    "sagemaker_endpoint_config": lambda e, s: _gone(lambda: _client("sagemaker", s).delete_endpoint_config(EndpointConfigName=e["name"])),
-    "sagemaker_model": lambda e, s: _gone(lambda: _client("sagemaker", s).delete_model(ModelName=e["name"])),
-    "transform_job": delete_transform_job,
-    "codebuild_project": delete_codebuild_project,
-    "ecr_repository": lambda e, s: _gone(lambda: _client("ecr", s).delete_repository(repositoryName=e["name"], force=True)),
-    "iam_role": delete_iam_role,
-    "s3_object": delete_s3_object,
-    "s3_bucket": delete_s3_bucket,
+def _endpoint_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    name = entry["name"]
+    desc = unless_gone(lambda: _client("sagemaker", settings).describe_endpoint(EndpointName=name))
+    return desc and f"endpoint {name} is {desc['EndpointStatus']}: its instances bill every hour until it is deleted"
+
+
+def _transform_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    status = _transform_status(_client("sagemaker", settings), entry["name"])
+    return f"transform job {entry['name']} is {status}: its instances bill until it stops" if status in TRANSFORM_RUNNING else None
+
+
+def _repository_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    desc = unless_gone(lambda: _client("ecr", settings).describe_repositories(repositoryNames=[entry["name"]]))
+    return desc and f"ECR repository {entry['name']}: its images bill as storage (cents a month)"
+
+
+def _object_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    desc = unless_gone(lambda: _client("s3", settings).head_object(Bucket=entry["bucket"], Key=entry["key"]))
+    return desc and f"{entry['name']}: {desc.get('ContentLength', 0) / 1e6:.1f} MB of S3 storage (cents a month)"
+
+
+def _alarm_billing(entry: dict[str, Any], settings: Settings) -> str | None:
+    alarms = _client("cloudwatch", settings).describe_alarms(AlarmNames=[entry["name"]]).get("MetricAlarms")
+    return f"CloudWatch alarm {entry['name']}: $0.10 a month" if alarms else None
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One kind of AWS resource a run records (`state.record(kind, ...)`): how cleanup deletes it, how 99 sees whether it
+    still bills (None: it costs nothing while it exists), and the IAM actions those two calls need (held to
+    `permissions.NEEDS` by tests/test_teardown_kinds.py). A new kind is one row here."""
+
+    delete: Callable[[dict[str, Any], Settings], bool]
+    still_billing: Callable[[dict[str, Any], Settings], str | None] | None = None
+    iam_actions: tuple[str, ...] = ()
+
+
+KINDS: dict[str, ResourceKind] = {
+    "cloudwatch_alarm": ResourceKind(delete_alarm, _alarm_billing, ("cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms")),
+    "scaling_target": ResourceKind(delete_scaling_target, None, ("application-autoscaling:DeleteScalingPolicy",
+                                                                 "application-autoscaling:DeregisterScalableTarget")),
+    "sagemaker_endpoint": ResourceKind(delete_endpoint, _endpoint_billing, ("sagemaker:DeleteEndpoint",)),
+    "sagemaker_endpoint_config": ResourceKind(
+        lambda e, s: _gone(lambda: _client("sagemaker", s).delete_endpoint_config(EndpointConfigName=e["name"])), None,
+        ("sagemaker:DeleteEndpointConfig",)),
+    "sagemaker_model": ResourceKind(lambda e, s: _gone(lambda: _client("sagemaker", s).delete_model(ModelName=e["name"])), None,
+                                    ("sagemaker:DeleteModel",)),
+    "transform_job": ResourceKind(delete_transform_job, _transform_billing, ("sagemaker:StopTransformJob",)),
+    "codebuild_project": ResourceKind(delete_codebuild_project, None, ("codebuild:DeleteProject",)),
+    "ecr_repository": ResourceKind(lambda e, s: _gone(lambda: _client("ecr", s).delete_repository(repositoryName=e["name"], force=True)),
+                                   _repository_billing, ("ecr:DeleteRepository",)),
+    "iam_role": ResourceKind(delete_iam_role, None, ("iam:DeleteRole",)),
+    "s3_object": ResourceKind(delete_s3_object, _object_billing, ("s3:DeleteObject",)),
+    "s3_bucket": ResourceKind(delete_s3_bucket, None, ("s3:ListBucket", "s3:DeleteBucket")),
 }
 
 
@@ -197,37 +240,20 @@ def describe_still_billing(entry: dict[str, Any], settings: Settings) -> str | N
     """After cleanup, a describe call per recorded resource that costs money while it exists: what is left and what it
     bills, or None when it is gone (a transform job that has stopped counts as gone: it is history, not an instance).
     A describe this identity may not make is said, never taken for gone."""
+    kind = KINDS.get(entry["kind"])
+    if kind is None or kind.still_billing is None:
+        return None
     try:
-        return _still_billing(entry, settings)
+        return kind.still_billing(entry, settings)
     except Exception as exc:
         if error_code(exc) in DENIED_CODES:
             return f"{entry['kind']} {entry['name']}: not checked (no permission to describe it): look in the console"
         raise
 
 
-def _still_billing(entry: dict[str, Any], settings: Settings) -> str | None:
-    kind, name = entry["kind"], entry["name"]
-    if kind == "sagemaker_endpoint":
-        desc = unless_gone(lambda: _client("sagemaker", settings).describe_endpoint(EndpointName=name))
-        return desc and f"endpoint {name} is {desc['EndpointStatus']}: its instances bill every hour until it is deleted"
-    if kind == "transform_job":
-        status = _transform_status(_client("sagemaker", settings), name)
-        return f"transform job {name} is {status}: its instances bill until it stops" if status in TRANSFORM_RUNNING else None
-    if kind == "ecr_repository":
-        desc = unless_gone(lambda: _client("ecr", settings).describe_repositories(repositoryNames=[name]))
-        return desc and f"ECR repository {name}: its images bill as storage (cents a month)"
-    if kind == "s3_object":
-        desc = unless_gone(lambda: _client("s3", settings).head_object(Bucket=entry["bucket"], Key=entry["key"]))
-        return desc and f"{name}: {desc.get('ContentLength', 0) / 1e6:.1f} MB of S3 storage (cents a month)"
-    if kind == "cloudwatch_alarm":
-        alarms = _client("cloudwatch", settings).describe_alarms(AlarmNames=[name]).get("MetricAlarms")
-        return f"CloudWatch alarm {name}: $0.10 a month" if alarms else None
-    return None
-
-
 def delete_resource(entry: dict[str, Any], settings: Settings) -> bool:
     try:
-        deleter = DELETERS[entry["kind"]]
+        kind = KINDS[entry["kind"]]
     except KeyError:
         raise ValueError(f"do not know how to delete a {entry['kind']!r}") from None
-    return deleter(entry, settings)
+    return kind.delete(entry, settings)

@@ -28,7 +28,7 @@ __all__ = ["AwsTarget", "settings_for_cleanup"]
 class AwsTarget:
     """target=aws: the text DLC and the adapter image as SageMaker real-time endpoints.
 
-    It removes every recorded kind the targets on this machine do not own (`aws.teardown.DELETERS`
+    It removes every recorded kind the targets on this machine do not own (`aws.teardown.KINDS`
     knows each, and refuses a kind it does not know).
     """
 
