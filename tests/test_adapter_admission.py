@@ -16,15 +16,13 @@ from semif_lib.serving.runner import Drain
 from semif_lib.serving.worker import InferenceWorker, Submission, WorkerFailedError
 from semif_lib.settings import Settings
 
-from support.fake_engines import answer
+from support.fake_engines import FakeWing, answer
 
 REQUEST = parse_request({"state": "s", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}})
 
 
-class BatchEngine:
-    """`score` waits on `gate` (so requests queue behind it); `score_batch` records its sizes."""
-
-    model_id = "fake"
+class BatchEngine(FakeWing):
+    """`score` waits on `gate` (so requests queue behind it); `score_batch` of several records its sizes."""
 
     def __init__(self) -> None:
         self.gate = threading.Event()
@@ -37,6 +35,8 @@ class BatchEngine:
         return answer(request)
 
     def score_batch(self, requests, mode=None, on_done=None, stop=None):
+        if len(requests) == 1:  # one request is scored alone, as the real engine does: it waits on `gate`
+            return super().score_batch(requests, mode, on_done, stop)
         self.batches.append(len(requests))
         out = [answer(r) for r in requests]
         if on_done is not None:

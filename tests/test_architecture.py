@@ -414,3 +414,31 @@ def test_the_package_docstring_quotes_the_one_plumbing_list():
     top = doc[doc.index("under a top floor"):doc.index(")", doc.index("under a top floor") + 60)]
     assert sorted(re.findall(r"`([\w.]+)`", plumbing)) == sorted(PLUMBING)
     assert sorted(re.findall(r"`([\w.]+)`", top)) == sorted(TOP_FLOOR)
+
+
+# ---------------------------------------------------------------- issue 44, item 7
+MAX_COMPLEXITY = 15  # radon's cyclomatic complexity
+# Over MAX_COMPLEXITY in a file another engineer is editing (issue 44, item 7): split there, it leaves the list.
+COMPLEX_FUNCTIONS = {"semif_lib.decision.engine.DecisionEngine.score_batch"}
+
+
+def _complexities(prefix: str, functions: list, classes: list) -> list[tuple[str, int]]:
+    """(dotted name, complexity) of radon's functions and methods, classes inside classes too; a function's closures
+    count in its own number."""
+    out = [(f"{prefix}{function.name}", function.complexity) for function in functions]
+    for cls in classes:
+        out += _complexities(f"{prefix}{cls.name}.", cls.methods, cls.inner_classes)
+    return out
+
+
+def test_functions_stay_simple():
+    """No function or method over cyclomatic complexity 15 (radon, a dev dependency): one with more branches is split by
+    what its parts read or decide (`decision.readout.read_answers`: the plans' readings, one answer, the rotations' votes)."""
+    from radon.visitors import ComplexityVisitor
+
+    complex_ = {}
+    for name, path in MODULES.items():
+        visitor = ComplexityVisitor.from_code(path.read_text(encoding="utf-8"))
+        complex_.update({block: n for block, n in _complexities(f"{name}.", visitor.functions, visitor.classes) if n > MAX_COMPLEXITY})
+    assert sorted(f"{block}: {n}" for block, n in complex_.items() if block not in COMPLEX_FUNCTIONS) == []
+    assert sorted(COMPLEX_FUNCTIONS - set(complex_)) == [], "split: take it off COMPLEX_FUNCTIONS"

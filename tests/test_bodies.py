@@ -210,9 +210,9 @@ def client():
     from semif_lib.serving.app import create_app
     from semif_lib.settings import Settings
 
-    class Engine:
-        model_id = "fake"
+    from support.fake_engines import FakeWing
 
+    class Engine(FakeWing):
         def score(self, request, mode=None):
             from support.fake_engines import answer
 

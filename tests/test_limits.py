@@ -13,6 +13,8 @@ from semif_lib.errors import PayloadTooLargeError, read_error
 from semif_lib.limits import check_question_counts, hard_ceiling, refuse_limit
 from semif_lib.settings import Settings
 
+from support.fake_engines import FakeWing
+
 
 def noul_questions(count: int) -> dict:
     return {f"q{i}": {"type": "noul", "instructions": f"Is fact {i} true?"} for i in range(count)}
@@ -69,9 +71,7 @@ def test_a_limit_without_a_ceiling_says_what_to_do():
         refuse_limit("max_branch_tokens", 20000, field="questions")  # no ceiling to fall back on
 
 
-class AnsweringEngine:
-    model_id = "fake"
-
+class AnsweringEngine(FakeWing):
     def score(self, request, mode=None):
         from support.fake_engines import answer
 

@@ -16,7 +16,7 @@ from semif_lib.serving.sessions import SessionBook, read_session_request
 from semif_lib.settings import Settings
 
 from support.answers import MAX_ABS_DIFF
-from support.fake_engines import answer
+from support.fake_engines import FakeWing, answer
 from support.paths import DATA
 
 NEW_SESSION_BODY = {"requestType": NEW_SESSION}
@@ -74,9 +74,7 @@ def test_sessions_off_refuse_the_header_and_the_body_as_the_standard_does():
 
     from semif_lib.serving.app import create_app
 
-    class Answering:
-        model_id = "fake"
-
+    class Answering(FakeWing):
         def score(self, request, mode=None):
             return answer(request)
 

@@ -240,32 +240,47 @@ def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -
     notes: list[str] = []
     pinned = created = None
     if image is None:
-        image = settings.dlc_image or resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
-        if settings.dlc_image:
-            pinned = settings.dlc_image
-            notes.append("SEMIF_DLC_IMAGE is set: the run uses this digest, not the tag")
-        else:
-            digest, why = read_dlc_digest(settings, settings.dlc_variant)
-            pinned = f"{image.rsplit(':', 1)[0]}@{digest}" if digest else None
-            notes += [] if digest else [f"the digest could not be read ({why})"]
-        if pinned:
-            created, why = read_dlc_created(settings, pinned)
-            notes += [why] if why else []
+        image, pinned, created = _read_registry(settings, notes)
+    build, read = _find_build(pinned or image, created, run, notes)
+    try:
+        binding = binding_for_build(build) if build is not None else None
+    except BindingMismatchError:
+        binding = None
+    return DlcCheck(image, pinned, created, build, read, binding, tuple(notes))
+
+
+def _read_registry(settings: Settings, notes: list[str]) -> tuple[str, str | None, str | None]:
+    """(the tag or SEMIF_DLC_IMAGE, the reference pinned by digest, the image's creation date) as the registry tells
+    them; what could not be read is added to `notes`."""
+    image = settings.dlc_image or resolve_dlc_image_uri(get_region(settings), settings.dlc_variant)
+    created = None
+    if settings.dlc_image:
+        pinned = settings.dlc_image
+        notes.append("SEMIF_DLC_IMAGE is set: the run uses this digest, not the tag")
+    else:
+        digest, why = read_dlc_digest(settings, settings.dlc_variant)
+        pinned = f"{image.rsplit(':', 1)[0]}@{digest}" if digest else None
+        notes += [] if digest else [f"the digest could not be read ({why})"]
+    if pinned:
+        created, why = read_dlc_created(settings, pinned)
+        notes += [why] if why else []
+    return image, pinned, created
+
+
+def _find_build(image: str, created: str | None, run: bool, notes: list[str]) -> tuple[int | None, bool]:
+    """(the llama.cpp build, whether it was read from the image's llama-server): read with `run` where a container
+    runtime is here, else inferred from the creation date's DLC release, else unknown (None)."""
     build, read = None, False
     if run:
         runtime = find_container_runtime()
         if runtime is None:
             notes.append("--run: no docker or podman here")
         else:
-            build, read = read_image_build(runtime, pinned or image), True
+            build, read = read_image_build(runtime, image), True
     if build is None and created:
         release = release_at(created)
         build = release.build if release else None
-    try:
-        binding = binding_for_build(build) if build is not None else None
-    except BindingMismatchError:
-        binding = None
-    return DlcCheck(image, pinned, created, build, read, binding, tuple(notes))
+    return build, read
 
 
 def read_dlc_created(settings: Settings, pinned: str) -> tuple[str | None, str]:

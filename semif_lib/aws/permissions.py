@@ -169,19 +169,24 @@ def needs_in_context(settings: Settings, state: WorkshopState, bucket_exists: bo
     in_studio = given or os.path.exists(STUDIO_METADATA_FILE)
     passed = {"sagemaker-role": (in_studio, given or f"{_ROLE}/service-role/*"),
               "codebuild-role": (bool(settings.codebuild_role_arn), settings.codebuild_role_arn)}
-    kept: list[Need] = []
-    for need in NEEDS:
-        if need.step.startswith("03") and settings.adapter_image_uri:
-            continue  # a pre-built image: step 03 calls nothing
-        if need.made_by_run == "bucket" and bucket_exists:
-            continue
-        if need.made_by_run in passed and passed[need.made_by_run][0]:
-            continue  # the provisioned role is neither made nor deleted
-        for purpose, (provisioned, arn) in passed.items():
-            if provisioned and need.action == "iam:PassRole" and f"/semif-{purpose.split('-')[0]}-" in need.resource:
-                need = Need(need.step, need.action, arn or need.resource, need.context, need.policy)
-        kept.append(need)
-    return kept
+    return [_name_passed_role(need, passed) for need in NEEDS if not _is_unused(need, settings, passed, bucket_exists)]
+
+
+def _is_unused(need: Need, settings: Settings, passed: dict[str, tuple[Any, str | None]], bucket_exists: bool | None) -> bool:
+    """A row this run will not call: step 03 with a pre-built image, an existing bucket's making, a provisioned role's making."""
+    if need.step.startswith("03") and settings.adapter_image_uri:
+        return True  # a pre-built image: step 03 calls nothing
+    if need.made_by_run == "bucket" and bucket_exists:
+        return True
+    return bool(need.made_by_run in passed and passed[need.made_by_run][0])  # a provisioned role is neither made nor deleted
+
+
+def _name_passed_role(need: Need, passed: dict[str, tuple[Any, str | None]]) -> Need:
+    """An `iam:PassRole` row on a role this run would make, pointed at the provisioned role that is passed instead."""
+    for purpose, (provisioned, arn) in passed.items():
+        if provisioned and need.action == "iam:PassRole" and f"/semif-{purpose.split('-')[0]}-" in need.resource:
+            need = Need(need.step, need.action, arn or need.resource, need.context, need.policy)
+    return need
 
 
 SERVICE_PREFIX = {"sagemaker-runtime": "sagemaker", "runtime.sagemaker": "sagemaker", "service-quotas": "servicequotas"}

@@ -205,6 +205,12 @@ def load_calibration(path: Path | str, model_path: Path | str | None = None, mod
     The model is named by its file (hashed here) or directly by its sha256.
     """
     doc = read_calibration(path)
+    _check_fitted_for(doc, path, model_path, model_sha256)
+    return _build_calibrator(doc, path)
+
+
+def _check_fitted_for(doc: dict[str, Any], path: Path | str, model_path: Path | str | None, model_sha256: str | None) -> None:
+    """Refuse a file fitted for another prompt version or another model: temperatures do not transfer."""
     if doc.get("prompt_version") != PROMPT_VERSION:
         raise CalibrationMismatchError(
             f"calibration file {path} was fitted with prompt {doc.get('prompt_version')!r}, but this engine renders "
@@ -221,6 +227,10 @@ def load_calibration(path: Path | str, model_path: Path | str | None = None, mod
             "temperatures do not transfer between models: refit with `semif eval --calibrate`",
             field="calibration",
         )
+
+
+def _build_calibrator(doc: dict[str, Any], path: Path | str) -> Calibrator:
+    """The checked file's numbers, typed: temperatures, priors, prediction sets, abstention rules, position priors."""
     return Calibrator(
         temperatures={k: float(v) for k, v in doc["temperatures"].items()},
         priors={k: list(v) for k, v in (doc.get("priors") or {}).items()},

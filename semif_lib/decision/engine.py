@@ -37,16 +37,16 @@ from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
 from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
+from .seam import Result, SessionHolds, Stop
 
 __all__ = ["DecisionEngine", "EngineMode", "open_engine"]
 
 EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
-Result = DecisionResponse | SemifError
-Stop = Callable[[int], bool]  # score_batch's `stop(i)`: request i's submission has stopped (its client left, its deadline passed)
 
 
-class DecisionEngine:
-    """Scores decision requests on one GGUF. Not thread-safe by design: one worker owns it.
+class DecisionEngine(SessionHolds):
+    """Scores decision requests on one GGUF. Not thread-safe by design: one worker owns it; it is the `seam.DecisionWing`
+    a server's worker holds (`SessionHolds`: a stateful session's prefixes held in the KV store).
 
     Whatever fails, the KV books balance again (`check_invariants`) before the error leaves.
     """

@@ -122,6 +122,23 @@ def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logit
     `calibration` (a loaded calibration file) maps logits to calibrated answers;
     `include_logits` adds each answer's raw option logits (`x_logits`), which calibration fitting needs.
     """
+    read, preambles = read_plans(prep)
+    answers: dict[str, Any] = {}
+    for qid, rotations in read.items():
+        reading = rotations[0] if len(rotations) == 1 else average_rotations(rotations)
+        answer = shape_answer(reading, calibration)
+        if len(rotations) > 1:
+            note_rotations(answer, rotations)
+        for key, value in preambles.get(qid, {}).items():  # the request order's reading (rotations read their own)
+            setattr(answer, f"x_{key}", value)
+        if include_logits:
+            answer.x_logits = [float(x) for x in reading[1]]
+        answers[qid] = answer
+    return answers
+
+
+def read_plans(prep: "PreparedRequest") -> tuple[dict[str, list[Reading]], dict[str, dict[str, Any]]]:
+    """Each plan's reading from its branches, by question (one per option order asked), and the preamble readings asked for."""
     by_plan: dict[int, list] = {}
     for branch in prep.branches:
         by_plan.setdefault(branch.plan_index, []).append(branch)
@@ -137,31 +154,32 @@ def read_answers(prep: "PreparedRequest", calibration: Any = None, include_logit
             logprobs = [sum_sequence_logprobs(j.rows, j.targets) for j in branches]
             logits, probs, mass = read_sequence_scores(logprobs, [len(j.targets) for j in branches], plan.length_normalize)
         read.setdefault(plan.qid, []).append((plan, logits, probs, mass))
-    answers: dict[str, Any] = {}
-    for qid, rotations in read.items():
-        plan, logits, probs, mass = rotations[0] if len(rotations) == 1 else average_rotations(rotations)
-        debiased = calibration.remove_position_prior(plan, logits) if plan.debias == "prior" and calibration is not None else None
-        if debiased is not None:
-            answer = calibration.apply(plan, debiased, probs, mass, position_debiased=True)
-            answer.x_debias = "prior"
-        elif calibration is not None:
-            answer = calibration.apply(plan, logits, probs, mass)
-        else:
-            answer = build_answer(plan, probs, mass)
-        if plan.debias == "prior" and debiased is None:  # the server's default for an option count the file has no prior for
-            answer.x_debias = "none"
-            answer.x_debias_missing = f"no position prior for {len(plan.keys)} options in the calibration file"
-        if len(rotations) > 1:
-            votes = [r[0].keys[int(np.argmax(r[2]))] for r in rotations]
-            answer.x_debias = "rotations"
-            answer.x_rotation_choices = votes  # each order's own argmax, request order first
-            answer.x_rotation_agreement = sum(v == answer.choice for v in votes) / len(votes)
-        for key, value in preambles.get(qid, {}).items():  # the request order's reading (rotations read their own)
-            setattr(answer, f"x_{key}", value)
-        if include_logits:
-            answer.x_logits = [float(x) for x in logits]
-        answers[qid] = answer
-    return answers
+    return read, preambles
+
+
+def shape_answer(reading: Reading, calibration: Any) -> NoulAnswer | ChoiceAnswer | ScoreAnswer:
+    """One reading's answer: calibrated where a file is loaded, its position prior removed where asked and the file has one."""
+    plan, logits, probs, mass = reading
+    debiased = calibration.remove_position_prior(plan, logits) if plan.debias == "prior" and calibration is not None else None
+    if debiased is not None:
+        answer = calibration.apply(plan, debiased, probs, mass, position_debiased=True)
+        answer.x_debias = "prior"
+    elif calibration is not None:
+        answer = calibration.apply(plan, logits, probs, mass)
+    else:
+        answer = build_answer(plan, probs, mass)
+    if plan.debias == "prior" and debiased is None:  # the server's default for an option count the file has no prior for
+        answer.x_debias = "none"
+        answer.x_debias_missing = f"no position prior for {len(plan.keys)} options in the calibration file"
+    return answer
+
+
+def note_rotations(answer: ChoiceAnswer, rotations: Sequence[Reading]) -> None:
+    """Mark an answer averaged over option orders: each order's own argmax (request order first) and their agreement."""
+    votes = [r[0].keys[int(np.argmax(r[2]))] for r in rotations]
+    answer.x_debias = "rotations"
+    answer.x_rotation_choices = votes
+    answer.x_rotation_agreement = sum(v == answer.choice for v in votes) / len(votes)
 
 
 def average_rotations(rotations: Sequence[Reading]) -> Reading:

@@ -102,29 +102,47 @@ def read_metadata(path: Path, n_ctx: int) -> ModelReport:
     head = readers[0]
     arch = _field(head, "general.architecture")
     template = _field(head, "tokenizer.chat_template")
+    vocab = _count_vocabulary(head)
+    file_bytes = sum(p.stat().st_size for p in shards)
+    buffers = 4 * 512 * (vocab or 0) + 256 * 1024 ** 2  # logits of one micro-batch, compute scratch
+    memory = int(file_bytes + _count_kv_bytes(head, arch, n_ctx) + buffers)
+    return ModelReport(
+        path=str(path), name=_field(head, "general.name"), architecture=arch,
+        parameters=sum(int(t.n_elements) for r in readers for t in r.tensors),
+        quantization=_quantization(_field(head, "general.file_type"), head), file_bytes=file_bytes, shards=len(shards),
+        context_length=_field(head, f"{arch}.context_length"), chat_template=bool(template),
+        thinking_switch=_read_thinking_switch(template), tokenizer=_field(head, "tokenizer.ggml.model"), vocab_size=vocab,
+        memory_bytes=memory, n_ctx=n_ctx, fits=_find_fits(memory),
+    )
+
+
+def _count_kv_bytes(head: Any, arch: str | None, n_ctx: int) -> int:
+    """The f16 K and V cache of n_ctx cells, from the architecture's shape (layers, KV heads, key and value lengths)."""
     layers = _field(head, f"{arch}.block_count") or 0
     heads = _field(head, f"{arch}.attention.head_count") or 1
     kv_heads = _field(head, f"{arch}.attention.head_count_kv") or heads
     embedding = _field(head, f"{arch}.embedding_length") or 0
     key_len = _field(head, f"{arch}.attention.key_length") or (embedding // heads if heads else 0)
     value_len = _field(head, f"{arch}.attention.value_length") or key_len
+    return 2 * layers * n_ctx * kv_heads * (key_len + value_len)
+
+
+def _count_vocabulary(head: Any) -> int | None:
+    """The tokenizer's vocabulary size (None: the file has no token list)."""
     tokens = head.fields.get("tokenizer.ggml.tokens")
-    vocab = len(tokens.data) if tokens is not None else None
-    file_bytes = sum(p.stat().st_size for p in shards)
-    kv_bytes = 2 * layers * n_ctx * kv_heads * (key_len + value_len)  # f16 K and V
-    buffers = 4 * 512 * (vocab or 0) + 256 * 1024 ** 2  # logits of one micro-batch, compute scratch
-    memory = int(file_bytes + kv_bytes + buffers)
-    thinking = None
+    return len(tokens.data) if tokens is not None else None
+
+
+def _read_thinking_switch(template: str | None) -> str | None:
+    """How the chat template turns thinking on or off, as the decision path must render it (None: no thinking)."""
     if template and "enable_thinking" in template:
-        thinking = "enable_thinking (the decision path renders with thinking off)"
-    elif template and "<think>" in template:
-        thinking = "<think> blocks (no switch: the prompt must close the block before the answer)"
-    return ModelReport(
-        path=str(path), name=_field(head, "general.name"), architecture=arch,
-        parameters=sum(int(t.n_elements) for r in readers for t in r.tensors),
-        quantization=_quantization(_field(head, "general.file_type"), head), file_bytes=file_bytes, shards=len(shards),
-        context_length=_field(head, f"{arch}.context_length"), chat_template=bool(template), thinking_switch=thinking,
-        tokenizer=_field(head, "tokenizer.ggml.model"), vocab_size=vocab, memory_bytes=memory, n_ctx=n_ctx,
-        fits=[name for name, (host, gpu) in INSTANCE_MEMORY_GIB.items()
-              if (memory <= gpu * 1024 ** 3 * 0.9 if gpu else memory <= host * 1024 ** 3 * HOST_SHARE)],
-    )
+        return "enable_thinking (the decision path renders with thinking off)"
+    if template and "<think>" in template:
+        return "<think> blocks (no switch: the prompt must close the block before the answer)"
+    return None
+
+
+def _find_fits(memory: int) -> list[str]:
+    """The suggested instances that hold `memory`: in 90% of the accelerator's, or in the host's share without one."""
+    return [name for name, (host, gpu) in INSTANCE_MEMORY_GIB.items()
+            if (memory <= gpu * 1024 ** 3 * 0.9 if gpu else memory <= host * 1024 ** 3 * HOST_SHARE)]

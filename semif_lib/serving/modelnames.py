@@ -23,11 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import SemifError
 from ..model.hub import is_hub_reference, parse_hub_reference
 from ..settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..decision.seam import DecisionWing
 
 __all__ = ["ANY_MODEL", "JEV_DEFAULT_MODEL", "ModelNames", "UnknownModelError", "model_names"]
 
@@ -80,8 +83,8 @@ def _names(model_id: str, file_name: str | None, source: str | None, aliases: st
     return ModelNames(tuple(dict.fromkeys(listed)), any_name=ANY_MODEL in extra)
 
 
-def model_names(engine: Any, settings: Settings) -> ModelNames:
+def model_names(engine: DecisionWing, settings: Settings) -> ModelNames:
     """The names accepted for the loaded `engine` (its `model_id`, and `model_path` when it has one) under `settings`."""
-    path = getattr(engine, "model_path", None)
+    path = engine.model_path
     source = str(settings.model_path) if settings.model_path and is_hub_reference(settings.model_path) else None
     return _names(str(engine.model_id), Path(path).name if path else None, source, settings.model_aliases)

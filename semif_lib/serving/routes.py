@@ -92,7 +92,8 @@ def add_sagemaker_routes(app: "FastAPI", worker: InferenceWorker, settings: Sett
         if error is not None:
             return error_response(error)
         # scored: requests answered; stopped: bodies stopped between rounds (client gone, deadline passed); skipped: theirs unscored
-        return {"status": "ok", "model": getattr(worker.engine, "model_id", None), "queued": worker.queued, "pending": worker.pending,
+        model = worker.engine.model_id if worker.engine is not None else None
+        return {"status": "ok", "model": model, "queued": worker.queued, "pending": worker.pending,
                 "scored": worker.scored, "stopped": worker.stopped, "skipped": worker.skipped}
 
     @app.get("/execution-parameters", response_model=ExecutionParameters, summary="Batch Transform defaults")

@@ -14,7 +14,8 @@ process-wide manager built from the environment at import, stores sessions as fi
 
 What a session buys: a request in a session may send only its questions (no `state` on Jev's wire, no `input` on
 OpenAI's): the state comes from the session's last answered request on that wire (`fill_session_state`). And after
-each of its answered requests the worker holds that request's prefix in the KV store (`KVStore.hold`): spilled between
+each of its answered requests the worker has the decision wing hold that request's prefix (`DecisionWing.hold_session_state`,
+the KV store's `hold`): spilled between
 requests as any prefix, but never evicted by the LRU until the session closes or expires (`release_holder`). Holds are
 bounded by `SEMIF_SESSION_TOKENS` (within the cache budget) and the sessions by `SEMIF_MAX_SESSIONS`, each refused
 429; the book of open sessions (`sessionbook`) ends one that answers no request within `SEMIF_EMPTY_SESSION_S`, so
@@ -29,14 +30,11 @@ import json
 from typing import Any
 
 from ..contract import CLOSE_SESSION, CLOSED_SESSION_HEADER, NEW_SESSION, NEW_SESSION_HEADER, SESSION_HEADER, SESSIONS_ENABLED_ENV
-from ..decision.schema import DecisionRequest
-from ..errors import EngineStateError, SemifError, SessionError, SessionLimitError
-from ..settings import Settings
+from ..errors import SemifError, SessionError
 from .sessionbook import STATE_KEYS, SessionBook, format_expiry
 
-__all__ = ["SessionBook", "admit_session_requests", "answer_session_request", "fill_session_state", "keep_session_state",
-           "read_request_session", "read_session_request", "release_sessions", "remember_session_state", "run_release",
-           "session_headers"]
+__all__ = ["SessionBook", "answer_session_request", "fill_session_state", "read_request_session", "read_session_request",
+           "remember_session_state", "run_release", "session_headers"]
 
 REQUEST_TYPES = (NEW_SESSION, CLOSE_SESSION)
 
@@ -106,67 +104,12 @@ def remember_session_state(body: bytes, session: str | None, book: SessionBook, 
         book.remember(session, wire, {key: data[key] for key in STATE_KEYS[wire] if key in data})
 
 
-# ----------------------------------------------------------------- the worker's side (runs in the thread that owns the engine)
-def admit_session_requests(engine: Any, items: list[Any], session: str, settings: Settings) -> dict[int, tuple[str | None, list[int]]]:
-    """Each of a session's requests' state (partition, prefix), for `keep_session_state`; a request whose state would
-    take the sessions' holds past `SEMIF_SESSION_TOKENS` gets a 429 in its slot instead (nothing decoded, nothing held).
-
-    Preparing here and again in `score` tokenizes twice; it is what tells the state's size before any decode.
-    """
-    store = getattr(engine, "store", None)
-    states: dict[int, tuple[str | None, list[int]]] = {}
-    if store is None:  # an engine without a prefix store (a test double) holds nothing
-        return states
-    limit = min(settings.session_tokens, store.cache.budget_tokens)
-    held = store.cache.held_tokens()
-    for k, item in enumerate(items):
-        if not isinstance(item, DecisionRequest):
-            continue
-        try:
-            prep = engine.prepare(item)
-        except SemifError:
-            continue  # `score` refuses it again, with the same error
-        if (entry := store.cache.find(prep.prefix, prep.partition)) is None or not entry.holders:
-            if held + len(prep.prefix) > limit:
-                items[k] = SessionLimitError(
-                    f"session {session}: keeping this state ({len(prep.prefix)} tokens) would make the open sessions hold "
-                    f"{held + len(prep.prefix)} tokens; the limit is {limit} (SEMIF_SESSION_TOKENS={settings.session_tokens}, within "
-                    f'SEMIF_CACHE_TOKENS): close a session ({{"requestType": "{CLOSE_SESSION}"}}) or send this request without '
-                    f"{SESSION_HEADER}", field=SESSION_HEADER)
-                continue
-            held += len(prep.prefix)
-        states[k] = (prep.partition, prep.prefix)
-    return states
-
-
-def keep_session_state(engine: Any, session: str, state: tuple[str | None, list[int]] | None, book: SessionBook) -> bool:
-    """After a session's request is answered: hold its state for the session, unless the session ended meanwhile."""
-    if state is None or not book.is_open(session):
-        return False
-    return engine.store.hold(state[1], state[0], session)
-
-
-def release_sessions(engine: Any, sessions: list[str], check: bool) -> int:
-    """Let the LRU have what `sessions` held (between requests); `check`: the KV books must balance after it."""
-    store = getattr(engine, "store", None)
-    if store is None:
-        return 0
-    released = sum(store.release_holder(session) for session in sessions)
-    if check:
-        try:
-            store.check_invariants(idle=True)
-        except EngineStateError:
-            store.recover()  # logged; the cache starts clean
-            raise
-    return released
-
-
 # ----------------------------------------------------------------- the HTTP side (the event loop)
 async def run_release(worker: Any, sessions: list[str], check: bool, wait_s: float | None) -> None:
     """Release what `sessions` held, in the worker thread between requests; `wait_s`: await it that long (None: do not)."""
     if not sessions:
         return
-    future = worker.run_task(lambda engine: release_sessions(engine, sessions, check))
+    future = worker.run_task(lambda engine: engine.release_sessions(sessions, check))
     if wait_s is None:
         return
     try:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from ..decision.openai_schema import DecisionsBody, build_decision, is_decisions_body, parse_decisions_request
 from ..decision.responses import DecisionResponse
 from ..decision.schema import DecisionRequest, parse_request
+from ..decision.seam import DecisionWing
 from ..decision.validation import TEXT_ONLY, parse_json_bytes
 from ..errors import (
     InvalidRequestError,
@@ -291,14 +292,13 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def describe_model(engine: Any) -> ModelList:
+def describe_model(engine: DecisionWing) -> ModelList:
     """The loaded GGUF as both wires list it: System One's card and OpenAI's model entry, one id."""
-    path = getattr(engine, "model_path", None)
     try:
-        modified = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
-    except (AttributeError, OSError):
+        modified = datetime.fromtimestamp(engine.model_path.stat().st_mtime, tz=timezone.utc)  # type: ignore[union-attr]
+    except (AttributeError, OSError):  # no file (a test double's None), or it went away
         modified = datetime.now(tz=timezone.utc)
-    info = getattr(engine, "model_info", {}) or {}
+    info = engine.model_info or {}
     description = f"{info.get('name', engine.model_id)} (GGUF, n_ctx={info.get('n_ctx', '?')}): option probabilities from one forward pass"
     card = ModelCard(name=engine.model_id, description=description, release_date=modified.date().isoformat())
     return ModelList(models=[card], data=[OpenAIModel(id=engine.model_id, created=int(modified.timestamp()))])

@@ -11,20 +11,26 @@ starts and while it runs:
   `WorkStoppedError` instead of work. A round releases its leases before the next begins, so a stopped
   submission leaves nothing held and the KV books balance.
 
-Nothing here knows HTTP: `resolve_submission` hands the results back to the event loop awaiting them.
+`score_requests` scores a drain's requests through the seam (`decision.seam.DecisionWing.score_batch`), delivering each
+as soon as it is final; a server-side failure inside a batch is retried alone. Nothing here knows HTTP:
+`resolve_submission` hands the results back to the event loop awaiting them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..decision.responses import DecisionResponse
 from ..decision.schema import DecisionRequest
-from ..errors import PayloadTooLargeError, SemifError
+from ..decision.seam import DecisionWing
+from ..errors import PayloadTooLargeError, SemifError, WorkStoppedError
 from ..limits import refuse_limit
+
+log = logging.getLogger("semif.adapter")  # the adapter's logger, shared with `worker` and `app`
 
 __all__ = ["Submission", "refuse_over_budget", "resolve_submission"]
 
@@ -72,23 +78,68 @@ def resolve_submission(submission: Submission, results: list[DecisionResponse | 
         pass
 
 
-def refuse_over_budget(engine: Any, items: list[Any], limit: int) -> PayloadTooLargeError | None:
+def refuse_over_budget(engine: DecisionWing, items: list[Any], limit: int) -> PayloadTooLargeError | None:
     """The 413 for a body whose requests need more than `limit` prompt tokens together; None when they fit.
 
     Counted in the worker, by preparing each request (rendering and tokenizing, no decode) and stopping once over,
     so counting costs at most the budget's tokens. One request alone is bounded by SEMIF_N_CTX and
-    SEMIF_MAX_BRANCH_TOKENS: only bodies of several are counted. An engine without `prepare` (a test double) counts nothing.
+    SEMIF_MAX_BRANCH_TOKENS: only bodies of several are counted.
     """
     requests = [item for item in items if isinstance(item, DecisionRequest)]
-    prepare = getattr(engine, "prepare", None)
-    if len(requests) < 2 or prepare is None:
+    if len(requests) < 2:
         return None
     total = 0
     for request in requests:
         try:
-            total += prepare(request).input_tokens
+            total += engine.count_prompt_tokens(request)
         except SemifError:
             continue  # scoring refuses it again, with the same error, in its own slot
         if total > limit:
             return refuse_limit("max_submission_tokens", limit, limit, field="body")
     return None
+
+
+def score_requests(engine: DecisionWing, requests: list[DecisionRequest], mode: str | None, deliver: Callable[[int, Any], None],
+                   stop: Callable[[int], bool]) -> None:
+    """Score `requests` and `deliver(i, result)` each as soon as it is final; `stop(i)`: request i's submission stopped.
+
+    A server-side failure inside a batch (5xx, e.g. no KV room for all prefixes at once) is not final: that request
+    gets a solo retry after the batch (unless its submission has stopped).
+    """
+    out: list[Any] | None = None
+    delivered: set[int] = set()
+
+    def on_done(indices: list[int], results: list[Any]) -> None:
+        for i in indices:
+            r = results[i]
+            if i not in delivered and r is not None and not (isinstance(r, SemifError) and r.status_code >= 500):
+                delivered.add(i)
+                deliver(i, r)
+
+    if len(requests) > 1:
+        try:
+            out = list(engine.score_batch(requests, mode=mode, on_done=on_done, stop=stop))
+        except Exception:  # fall back to one request at a time
+            log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
+            out = None
+        if out is not None and len(out) != len(requests):
+            out = None
+    if out is None:
+        out = [None] * len(requests)
+    for i, request in enumerate(requests):
+        if i in delivered:
+            continue
+        if out[i] is None or (isinstance(out[i], SemifError) and out[i].status_code >= 500):
+            out[i] = WorkStoppedError() if stop(i) else score_one(engine, request, mode)
+        delivered.add(i)
+        deliver(i, out[i])
+
+
+def score_one(engine: DecisionWing, request: DecisionRequest, mode: str | None) -> DecisionResponse | SemifError:
+    try:
+        return engine.score_batch([request], mode=mode)[0]
+    except SemifError as exc:
+        return exc
+    except Exception as exc:  # a bug must answer 500 for this request, not kill the worker
+        log.exception("scoring one request failed")  # the exception's text goes to the log, not to the client
+        return SemifError(f"internal error while scoring ({type(exc).__name__})")

@@ -23,6 +23,7 @@ passed stops between rounds (`stopped`, `skipped` count them; each is logged).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -32,10 +33,11 @@ from typing import Any, Callable
 from ..contract import answer_deadline_s
 from ..decision.responses import DecisionResponse
 from ..decision.schema import DecisionRequest
+from ..decision.seam import DecisionWing, HeldState, missing_members
 from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError, WorkStoppedError
 from ..settings import Settings
-from .sessions import SessionBook, admit_session_requests, keep_session_state
-from .work import Submission, refuse_over_budget, resolve_submission
+from .sessionbook import SessionBook
+from .work import Submission, refuse_over_budget, resolve_submission, score_requests
 
 __all__ = ["InferenceWorker", "Submission", "WorkerFailedError", "resolve_submission"]
 
@@ -62,7 +64,7 @@ class InferenceWorker:
     def __init__(
         self,
         settings: Settings,
-        engine_factory: Callable[[Settings], Any],
+        engine_factory: Callable[[Settings], DecisionWing],
         max_queue: int,
         on_load_error: Callable[[BaseException], None] | None = None,
         on_death: Callable[[BaseException], None] | None = None,
@@ -74,7 +76,7 @@ class InferenceWorker:
         self.max_queue = max_queue
         self.on_load_error = on_load_error
         self.on_death = on_death
-        self.engine: Any = None
+        self.engine: DecisionWing | None = None
         self.load_error: BaseException | None = None
         self.death: BaseException | None = None  # why the worker thread ended while serving
         self.dropped = 0  # submissions whose client had gone when their turn came
@@ -123,7 +125,7 @@ class InferenceWorker:
             self._pending += 1
             self._cond.notify()
 
-    def run_task(self, task: Callable[[Any], Any]) -> asyncio.Future:
+    def run_task(self, task: Callable[[DecisionWing], Any]) -> asyncio.Future:
         """`task(engine)` in the worker thread, between requests; its result (or SemifError) comes as a one-item list.
 
         Not bounded by `max_queue`: a session's release must run. Nothing to run on (no engine, or the worker is
@@ -160,6 +162,11 @@ class InferenceWorker:
     def _run(self) -> None:
         try:
             engine = self.engine_factory(self.settings)
+            if not isinstance(engine, DecisionWing):  # the seam, checked once: the worker never probes an engine after this
+                with contextlib.suppress(AttributeError):
+                    engine.close()  # free what was loaded, if it can be
+                raise TypeError(f"{type(engine).__name__} is not a DecisionWing (decision.seam): it lacks "
+                                + ", ".join(missing_members(engine)))
         except BaseException as exc:  # noqa: BLE001 - any load failure must end the server, not hang it
             self.load_error = exc
             log.error("cannot load the model: %s", getattr(exc, "message", exc))
@@ -168,7 +175,7 @@ class InferenceWorker:
             return
         self.engine = engine
         self.ready.set()
-        log.info("model %s loaded; serving", getattr(engine, "model_id", "?"))
+        log.info("model %s loaded; serving", engine.model_id)
         submissions: list[Submission] = []
         try:
             while True:
@@ -193,9 +200,7 @@ class InferenceWorker:
         except BaseException as exc:  # noqa: BLE001 - the thread is dying: answer everyone, then let the server exit
             self._die(exc, submissions)
         finally:
-            close = getattr(engine, "close", None)
-            if close is not None:
-                close()
+            engine.close()
 
     def _run_tasks(self, submissions: list[Submission]) -> None:
         """The drained tasks, first: a session closed before a request in this drain is released before it could be held."""
@@ -258,7 +263,9 @@ class InferenceWorker:
         budget), not the worker's. A submission is answered as soon as its last request is scored (the
         engine reports each round), not when the whole drained queue is done.
         """
-        states = {id(submission): admit_session_requests(self.engine, submission.items, submission.session, self.settings)
+        engine = self.engine
+        assert engine is not None  # the worker thread loaded it before it took a submission
+        states = {id(submission): engine.admit_session(submission.items, submission.session, self.settings.session_tokens)
                   for submission in submissions if submission.session is not None}  # 429s in their slots
         results: dict[int, list[Any]] = {id(submission): list(submission.items) for submission in submissions}
         left = {id(submission): sum(isinstance(item, DecisionRequest) for item in submission.items) for submission in submissions}
@@ -272,8 +279,8 @@ class InferenceWorker:
 
         def record(submission: Submission, k: int, out: Any) -> None:
             results[id(submission)][k] = out
-            if submission.session is not None and self.sessions is not None and not isinstance(out, SemifError):
-                keep_session_state(self.engine, submission.session, states[id(submission)].get(k), self.sessions)
+            if submission.session is not None and not isinstance(out, SemifError):
+                self._hold(submission.session, states[id(submission)].get(k))
             submission.skipped += isinstance(out, WorkStoppedError)
             submission.scored += not isinstance(out, WorkStoppedError)
             self.scored += not isinstance(out, WorkStoppedError)
@@ -283,10 +290,15 @@ class InferenceWorker:
                 self._answer(submission, results[id(submission)])
 
         for mode, slots in by_mode.items():
-            self._score_requests([submission.items[k] for submission, k in slots], mode, lambda i, out, slots=slots: record(*slots[i], out),
-                                 lambda i, slots=slots: slots[i][0].stopped(self.deadline_s))
+            score_requests(engine, [submission.items[k] for submission, k in slots], mode,
+                           lambda i, out, slots=slots: record(*slots[i], out), lambda i, slots=slots: slots[i][0].stopped(self.deadline_s))
         for submission in submissions:  # normally all answered already; never leave one waiting
             self._answer(submission, results[id(submission)])
+
+    def _hold(self, session: str, state: HeldState | None) -> None:
+        """After a session's request is answered: hold its state for the session, unless the session ended meanwhile."""
+        if state is not None and self.engine is not None and self.sessions.is_open(session):
+            self.engine.hold_session_state(session, state)
 
     def _count_stopped(self, submission: Submission) -> None:
         """A submission stopped between rounds, counted and logged: how much of it ran, and how much after its client left."""
@@ -298,48 +310,3 @@ class InferenceWorker:
             f", {submission.scored - submission.scored_when_abandoned} of them after {submission.why}"
         log.info("stopped a submission between rounds (%s): %d of %d requests scored%s, %d skipped", submission.why,
                  submission.scored, submission.scored + submission.skipped, after, submission.skipped)
-
-    def _score_requests(self, requests: list[DecisionRequest], mode: str | None, deliver: Callable[[int, Any], None],
-                        stop: Callable[[int], bool]) -> None:
-        """Score `requests` and `deliver(i, result)` each as soon as it is final; `stop(i)`: request i's submission stopped.
-
-        A server-side failure inside a batch (5xx, e.g. no KV room for all prefixes at once) is not
-        final: that request gets a solo retry after the batch (unless its submission has stopped).
-        """
-        engine = self.engine
-        out: list[Any] | None = None
-        delivered: set[int] = set()
-
-        def on_done(indices: list[int], results: list[Any]) -> None:
-            for i in indices:
-                r = results[i]
-                if i not in delivered and r is not None and not (isinstance(r, SemifError) and r.status_code >= 500):
-                    delivered.add(i)
-                    deliver(i, r)
-
-        if len(requests) > 1 and hasattr(engine, "score_batch"):
-            try:
-                out = list(engine.score_batch(requests, mode=mode, on_done=on_done, stop=stop))
-            except Exception:  # fall back to one request at a time
-                log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
-                out = None
-            if out is not None and len(out) != len(requests):
-                out = None
-        if out is None:
-            out = [None] * len(requests)
-        for i, request in enumerate(requests):
-            if i in delivered:
-                continue
-            if out[i] is None or (isinstance(out[i], SemifError) and out[i].status_code >= 500):
-                out[i] = WorkStoppedError() if stop(i) else self._score_one(request, mode)
-            delivered.add(i)
-            deliver(i, out[i])
-
-    def _score_one(self, request: DecisionRequest, mode: str | None) -> DecisionResponse | SemifError:
-        try:
-            return self.engine.score(request, mode=mode)
-        except SemifError as exc:
-            return exc
-        except Exception as exc:  # a bug must answer 500 for this request, not kill the worker
-            log.exception("engine.score failed")  # the exception's text goes to the log, not to the client
-            return SemifError(f"internal error while scoring ({type(exc).__name__})")

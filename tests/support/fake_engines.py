@@ -15,10 +15,51 @@ def answer(request) -> DecisionResponse:
     return DecisionResponse.model_validate({"model": "fake", "answers": answers, "usage": {"input_tokens": 1}})
 
 
-class GateEngine:
-    """`score` waits until `gate` is set; `started` counts the calls that began."""
+class FakeWing:
+    """The seam (`decision.seam.DecisionWing`) for a double that only says how it scores one request (`score`): a batch is
+    its requests one by one, with the real engine's `on_done` and `stop` rules; it counts one prompt token a request and
+    holds nothing for a session."""
 
     model_id = "fake"
+    model_path = None
+    model_info: dict = {}
+
+    def score(self, request, mode=None):
+        raise NotImplementedError
+
+    def score_batch(self, requests, mode=None, on_done=None, stop=None):
+        from semif_lib.errors import SemifError, WorkStoppedError
+
+        out = []
+        for i, request in enumerate(requests):
+            try:
+                if stop is not None and stop(i):
+                    raise WorkStoppedError()
+                out.append(self.score(request, mode=mode))
+            except SemifError as exc:
+                out.append(exc)
+            if on_done is not None:
+                on_done([i], out)
+        return out
+
+    def count_prompt_tokens(self, request) -> int:
+        return 1
+
+    def admit_session(self, requests, session, session_tokens):
+        return {}
+
+    def hold_session_state(self, session, state) -> bool:
+        return False
+
+    def release_sessions(self, sessions, check) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+class GateEngine(FakeWing):
+    """`score` waits until `gate` is set; `started` counts the calls that began."""
 
     def __init__(self) -> None:
         self.gate = threading.Event()
@@ -40,9 +81,7 @@ class Crash(BaseException):
     """Not an Exception: what kills a thread (as a C extension's fatal error, or a stray SystemExit, would)."""
 
 
-class CrashingEngine:
-    model_id = "fake"
-
+class CrashingEngine(FakeWing):
     def score(self, request, mode=None):
         raise Crash("the engine thread is gone")
 
@@ -63,6 +102,8 @@ class RoundEngine(GateEngine):
         self.batches: list[int] = []
 
     def score_batch(self, requests, mode=None, on_done=None, stop=None):
+        if len(requests) == 1:  # one request is scored alone, as the real engine does: it waits on `gate`
+            return super().score_batch(requests, mode, on_done, stop)
         self.batches.append(len(requests))
         out = [answer(requests[0])] + [None] * (len(requests) - 1)
         if on_done is not None:

@@ -145,11 +145,16 @@ def judge_calibration(decisions: Sequence[Decision], priors: dict[str, list[floa
     prior_kinds = _judge_priors(decisions, priors, idx, states, verdicts)
     base_logits = [_debiased(d, priors) if d.kind in prior_kinds else d.logits for d in decisions]
     final, temperatures, fold_fits = _judge_temperatures(decisions, base_logits, idx, states, folds, seed, verdicts)
-    kept_priors = {d.question_hash: list(priors[d.question_hash]) for d in decisions
-                   if priors and d.kind in prior_kinds and d.question_hash in priors}
-    judgement = Judgement(verdicts, final, [softmax(z) for z in base_logits], temperatures, kept_priors,
+    judgement = Judgement(verdicts, final, [softmax(z) for z in base_logits], temperatures,
+                          _select_kept_priors(decisions, priors, prior_kinds),
                           fold_fits=[{k: f.to_json() for k, f in fits.items()} for fits in fold_fits])
     return _guard_pooled(decisions, raw, judgement)
+
+
+def _select_kept_priors(decisions: Sequence[Decision], priors: dict[str, list[float]] | None, kinds: set[str]) -> dict[str, list[float]]:
+    """The content-free priors the file keeps: those of the decisions whose type kept its prior, by question hash."""
+    return {d.question_hash: list(priors[d.question_hash]) for d in decisions
+            if priors and d.kind in kinds and d.question_hash in priors}
 
 
 def _guard_pooled(decisions: Sequence[Decision], raw: Sequence[np.ndarray], judgement: Judgement) -> Judgement:
