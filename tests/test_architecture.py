@@ -162,6 +162,26 @@ def test_doors_inside_the_measurement_wing(inside, targets):
     assert forbidden(inside, targets) == []
 
 
+def wing_doors(wing: str) -> set[str]:
+    """The project names a wing's modules import from outside it: plumbing modules and packages, and other wings."""
+    return {target.split(".")[1] for _, target in imports_of(wing)
+            if target.startswith("semif_lib.") and not target.startswith(f"semif_lib.{wing}")}
+
+
+@pytest.mark.parametrize("wing", WINGS)
+def test_each_wings_doors_are_the_ones_its_docstring_states(wing):
+    """Doors as checks, not names: the wing's `__init__` states its doors in one sentence, and the code's imports are
+    exactly those (a new door is a line in the docstring; a door no longer used leaves it)."""
+    import re
+
+    doc = ast.get_docstring(ast.parse((PACKAGE / wing / "__init__.py").read_text(encoding="utf-8"))) or ""
+    stated = re.search(r"Its doors, exactly \([^)]*\): ((?:`[\w.]+`,?\s*)+)\.", doc)
+    assert stated, f"semif_lib/{wing}/__init__.py states no doors (`Its doors, exactly (...): `a`, `b`.`)"
+    names = set(re.findall(r"`([\w.]+)`", stated.group(1)))
+    assert wing_doors(wing) - names == set(), f"{wing} imports what its docstring does not state"
+    assert names - wing_doors(wing) == set(), f"{wing}'s docstring states doors its code no longer uses"
+
+
 def test_bench_reads_only_the_labeled_sets_of_quality():
     """`bench.rotations` asks the labeled sets' choice questions: the one door from bench into quality."""
     reads = {target for _, target in imports_of("measurement.bench") if target.startswith("semif_lib.measurement.quality")}
@@ -345,34 +365,39 @@ def test_modules_stay_short():
     assert sorted(LONG_MODULES - set(long)) == [], "split: take it off LONG_MODULES"
 
 
-def test_the_sagemaker_contract_is_standard_library_only_and_its_one_copy_agrees():
-    """`contract` is read by every side, the replica image's `llama_flags.py` included in spirit: that file runs alone in
-    the image, so it keeps its own copy of the model directory, and this holds the two equal."""
+def test_the_sagemaker_contract_is_standard_library_only_and_takes_the_model_dir_from_the_replicas_file():
+    """`contract` is read by every side, the replica image too: the image copies `llama_flags.py` from the package and
+    runs it alone with the system python3, so that file imports the standard library only and writes the model
+    directory, and `contract` takes it from there (its one project import)."""
     from semif_lib import contract, llama_flags
 
     imports = resolve_imports("semif_lib.contract", MODULES["semif_lib.contract"])
-    assert imports <= {"__future__"}, imports
-    assert llama_flags.DLC_MODEL_DIR == contract.MODEL_DIR
+    assert imports <= {"__future__", "semif_lib.llama_flags"}, imports
+    standalone = resolve_imports("semif_lib.llama_flags", MODULES["semif_lib.llama_flags"])
+    assert standalone <= set(sys.stdlib_module_names) | {"__future__"}, standalone
+    dockerfile = (PACKAGE.parent / "container" / "replica" / "Dockerfile").read_text(encoding="utf-8")
+    assert "COPY semif_lib/llama_flags.py /usr/local/lib/semif/llama_flags.py" in dockerfile, "the replica runs the package's file"
+    assert contract.MODEL_DIR == llama_flags.DLC_MODEL_DIR == "/opt/ml/model"
 
 
-def test_no_module_but_contract_writes_the_contracts_numbers():
-    """Port 8080, /opt/ml/model, the 6 MB payload and the custom-attributes header are written in `contract` alone
-    (docstrings may name them; code takes them from there). `llama_flags` keeps one copy, checked above."""
+def test_each_of_the_contracts_numbers_is_written_once():
+    """Port 8080, the 6 MB payload and the custom-attributes header are written in `contract`, /opt/ml/model in
+    `llama_flags` (the replica runs that file alone; `contract` imports it): each once, in its home alone (docstrings
+    may name them; code takes them from there)."""
     import re
 
     literals = {"8080": re.compile(r"(?<![\w.])8080(?![\w.])"), "/opt/ml/model": re.compile(r"[\"']/opt/ml/model[\"'/]"),
                 "6_291_456": re.compile(r"6_?291_?456"), "Custom-Attributes": re.compile(r"[\"']X-Amzn-SageMaker-Custom-Attributes[\"']")}
-    offenders = []
+    homes = {label: "semif_lib.contract" for label in literals} | {"/opt/ml/model": "semif_lib.llama_flags"}
+    written = []
     for name, path in MODULES.items():
-        if name in ("semif_lib.contract", "semif_lib.llama_flags"):
-            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = _docstring_nodes(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, (str, int)) and id(node) not in docstrings:
                 text = repr(node.value)
-                offenders += [f"{name}: {label}" for label, pattern in literals.items() if pattern.search(text)]
-    assert offenders == [], offenders
+                written += [f"{name}: {label}" for label, pattern in literals.items() if pattern.search(text)]
+    assert sorted(written) == sorted(f"{homes[label]}: {label}" for label in literals), written
 
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
@@ -417,6 +442,31 @@ def test_the_package_docstring_quotes_the_one_plumbing_list():
 
 
 # ---------------------------------------------------------------- issue 44, item 7
+def command_table_imports() -> set[str]:
+    """The modules `measurement.cli`'s command table imports when a command runs (`run_measurement`): imports like any
+    import statement, so the graph and its one-way doors see them."""
+    from semif_lib.measurement.cli import COMMANDS
+
+    return {f"semif_lib.measurement.{command.run.partition(':')[0]}" for command in COMMANDS.values()}
+
+
+GRAPH["semif_lib.measurement.cli"] |= command_table_imports()
+
+
+def test_every_command_in_the_table_names_a_function_of_its_module():
+    """A row's "module:function" is a string: a typo would fail only when that command runs; this reads each module's source."""
+    from semif_lib.measurement.cli import COMMANDS
+
+    missing = []
+    for name, command in COMMANDS.items():
+        module, _, function = command.run.partition(":")
+        path = MODULES.get(f"semif_lib.measurement.{module}")
+        defined = {n.name for n in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(n, ast.FunctionDef)} if path else set()
+        if function not in defined:
+            missing.append(f"{name}: {command.run}")
+    assert missing == []
+
+
 MAX_COMPLEXITY = 15  # radon's cyclomatic complexity
 # Over MAX_COMPLEXITY in a file another engineer is editing (issue 44, item 7): split there, it leaves the list.
 COMPLEX_FUNCTIONS = {"semif_lib.decision.engine.DecisionEngine.score_batch"}

@@ -11,6 +11,8 @@ decision image behind SageMaker's queue, answers in S3, scale to zero), `imagebu
 `teardown` (a deleter per recorded AWS resource kind; the processes and containers on this machine are stopped by the
 targets that started them, `semif_lib.targets`).
 
+Its doors, exactly (tests/test_architecture.py holds this list to the code): `containers`, `contract`, `errors`,
+`invocation`, `jsonlines`, `llama_flags`, `llamabuilds`, `model`, `paths`, `registry`, `settings`.
 Doors: this wing never imports the decision wing or llama_cpp (a notebook in Studio can run it
 without a model), and boto3 loads only inside the functions that call AWS. It reads the DLC's
 `SM_LLAMA_CPP_*` rules from the plumbing (`llama_flags`).

@@ -11,8 +11,9 @@ model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV
 earlier answers), `openai_schema` (the OpenAI Decisions wire: its parser and answer builder) and `inspection`
 (`semif model inspect`: whether a GGUF's answer slots verify, before it is packaged).
 
-Doors: this wing imports only the plumbing below it (`settings`, `errors`, `limits`, `model`),
-never serving, the AWS wing or measurement. Only `backend` (the context) and `prompt`
+Doors: this wing imports only the plumbing below it, never serving, the AWS wing or measurement.
+Its doors, exactly (tests/test_architecture.py holds this list to the code): `contract`, `errors`, `jsonlines`,
+`limits`, `model`, `settings`. Only `backend` (the context) and `prompt`
 (llama-cpp-python's Jinja2 chat formatter) import llama_cpp, and only when they run; `schema`,
 `responses` and `validation` never do.
 """

@@ -22,6 +22,9 @@ Two rooms and what they share. Every benchmark exposes `run_<x>` (the measuremen
   user of llama-cpp-python's chat API would do instead) and `plots` (the notebooks' charts, `save_figure`).
 * `cli`: every flag of the wing, light; a command's module is imported when that command runs.
 
+Its doors, exactly (tests/test_architecture.py holds this list to the code): `arguments`, `containers`, `contract`,
+`decision`, `errors`, `invocation`, `jsonlines`, `llama_flags`, `llamabuilds`, `model`, `paths`, `prices`,
+`processes`, `settings`.
 Doors: measurement imports the decision wing and the plumbing; nothing below it imports measurement,
 and it never imports serving or the AWS wing. Inside it: the shared modules import neither room nor
 `cli`; `quality` never imports `bench`; `bench` reads `quality.labeled` (the labeled sets) and nothing

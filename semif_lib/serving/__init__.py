@@ -10,5 +10,7 @@ stateful sessions: a session's states held in the KV store), `sessionbook` (the 
 `llamabinding` (the container's check that llama-cpp-python fits the DLC's libllama). The DLC's
 `SM_LLAMA_CPP_*` rules are plumbing (`semif_lib.llama_flags`): the replica image runs that file too.
 
+Its doors, exactly (tests/test_architecture.py holds this list to the code): `arguments`, `contract`, `decision`,
+`errors`, `jsonlines`, `limits`, `llama_flags`, `llamabuilds`, `model`, `settings`.
 Doors: serving imports the decision wing and the plumbing, never the AWS wing or measurement.
 """
