@@ -4,8 +4,9 @@ The numbers and names a container lives by on SageMaker AI ("Use your own infere
 InvokeEndpoint's reference, "Stateful sessions"; as aws/sagemaker-inference-toolkit's `parameters.py` keeps them):
 the port, where the model is unpacked, the payload and invocation limits, the stop grace, the headers, and the
 stateful sessions' wire and environment as AWS's container standard (aws/model-hosting-container-standards) has
-them. The adapter, the text twin, the image runners, the AWS wing and the benchmarks read them from here. One exception copies a
-value: `llama_flags.DLC_MODEL_DIR`, because the replica image runs that file alone (a test holds them equal).
+them. The adapter, the text twin, the image runners, the AWS wing and the benchmarks read them from here. One value is
+written next door: the model directory is `llama_flags.DLC_MODEL_DIR`, because the DLC replica image runs that file alone
+(standard library only, without this package), and it is imported here as `MODEL_DIR`.
 
 The answer deadline lives here too, as the rule it is: while `SEMIF_REQUEST_TIMEOUT_S` is one a real-time endpoint
 allows (60 s or less), the handler's deadline is twice it but never past 58 s, since SageMaker has already answered
@@ -15,13 +16,14 @@ one through `CreateTransformJob.Environment`, inside the job's `InvocationsTimeo
 
 from __future__ import annotations
 
+from semif_lib.llama_flags import DLC_MODEL_DIR as MODEL_DIR  # where SageMaker unpacks ModelDataUrl (or copies an S3 prefix)
+
 __all__ = ["ANSWER_DEADLINE_FACTOR", "CLOSED_SESSION_HEADER", "CLOSE_SESSION", "CUSTOM_ATTRIBUTES_HEADER", "KILL_AFTER_S",
            "MAX_PAYLOAD_BYTES", "MODEL_DIR", "NEW_SESSION", "NEW_SESSION_HEADER", "PORT", "REALTIME_INVOCATION_S", "SESSION_HEADER",
            "SESSION_ID_PATTERN", "SESSIONS_ENABLED_ENV", "SESSIONS_EXPIRATION_ENV", "SESSIONS_EXPIRATION_S", "answer_deadline_s",
            "request_timeout_for"]
 
 PORT = 8080  # the container answers GET /ping and POST /invocations here
-MODEL_DIR = "/opt/ml/model"  # where SageMaker unpacks ModelDataUrl (or copies an S3 prefix)
 MAX_PAYLOAD_BYTES = 6_291_456  # a real-time invocation's body: 6 MB
 REALTIME_INVOCATION_S = 60.0  # a real-time endpoint's container must answer within this
 KILL_AFTER_S = 30.0  # `docker stop`: SIGTERM, then SIGKILL this long after

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 __all__ = [
+    "DLC_MODEL_DIR",
     "ENTRYPOINT_KEYS",
     "SM_PREFIX",
     "build_server_command",
@@ -34,6 +35,8 @@ SM_PREFIX = "SM_LLAMA_CPP_"
 # Consumed by the DLC entrypoint (model resolution and nginx port), never forwarded as flags.
 ENTRYPOINT_KEYS = frozenset({"MODEL", "MODEL_DIR", "PORT"})
 UPSTREAM_PORT = 8081  # LLAMA_CPP_UPSTREAM_PORT default: llama-server behind nginx
+# Where SageMaker unpacks the model: written here, not in `contract`, which reads it from here (`contract.MODEL_DIR`),
+# because the replica image runs this file alone.
 DLC_MODEL_DIR = "/opt/ml/model"
 
 # SageMaker's limits on a container's Environment map.
