@@ -3,16 +3,19 @@ rotations | debias | invariance | preamble | coherence | scale`, `semif eval`, `
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
-engine. A command's module is imported when that command runs: each `command_*` below imports the
-module that holds the run and its `command_<x>` (`bench.paths.command_paths` for `semif bench modes`,
-...), which reads the parsed flags, runs, prints and writes the results file.
+engine. `COMMANDS` is the one table of the wing's commands: each one's help, the function that runs it
+("module:function", imported by `run_measurement` when that command runs: `bench.paths:command_paths` for
+`semif bench modes`, ...) and the builder of its flags. That function reads the parsed flags, runs, prints
+and writes the results file.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from ..arguments import add_engine_arguments
 from ..decision.schema import DEFAULT_ROTATIONS
@@ -34,7 +37,8 @@ from .options import (
     WORKLOAD,
 )
 
-__all__ = ["comma_list", "parse_int_list", "positive_int", "register_bench_cli", "register_quality_cli"]
+__all__ = ["COMMANDS", "comma_list", "parse_int_list", "positive_int", "register_bench_cli", "register_quality_cli",
+           "run_measurement"]
 
 
 # ---------------------------------------------------------------- argument types
@@ -61,149 +65,52 @@ def comma_list(text: str) -> list[str]:
     return text.split(",")
 
 
-# ---------------------------------------------------------------- each command's module, imported when it runs
-def command_modes(args: argparse.Namespace) -> int:
-    from .bench.paths import command_paths
-
-    return command_paths(args)
-
-
-def command_readout(args: argparse.Namespace) -> int:
-    from .bench.readout import command_readout
-
-    return command_readout(args)
-
-
-def command_residency(args: argparse.Namespace) -> int:
-    from .bench.residency import command_residency
-
-    return command_residency(args)
+# ---------------------------------------------------------------- each command's flags
+def add_modes_flags(p: Any) -> None:
+    p.add_argument("--quick", action="store_true",
+                   help=f"first {QUICK_STATES} states, fresh on {QUICK_FRESH_QUESTIONS} questions each (a few minutes on 2 cores)")
+    p.add_argument("--states", type=positive_int, help="first N states")
+    p.add_argument("--workload", type=Path, default=WORKLOAD)
+    p.add_argument("--paths", default=",".join(PATHS), help="comma-separated subset of " + ",".join(PATHS))
+    p.add_argument("--fresh-questions", type=positive_int, dest="fresh_questions",
+                   help="fresh scores only the first N questions per state (its cost per decision does not depend on N)")
+    add_path_run_flags(p)
 
 
-def command_robustness(args: argparse.Namespace) -> int:
-    from .bench.robustness import command_robustness
-
-    return command_robustness(args)
-
-
-def command_peer(args: argparse.Namespace) -> int:
-    from .bench.peer.run import command_peer
-
-    return command_peer(args)
+def add_readout_flags(p: Any) -> None:
+    p.add_argument("--request", type=Path, default=SINGLE_STATE)
+    p.add_argument("--runs", type=positive_int, default=READOUT_RUNS)
+    add_path_run_flags(p)
 
 
-def command_scale(args: argparse.Namespace) -> int:
-    from .bench.scale import command_scale
-
-    return command_scale(args)
-
-
-def command_debias(args: argparse.Namespace) -> int:
-    from .quality.debias import command_debias
-
-    return command_debias(args)
+def add_residency_flags(p: Any) -> None:
+    p.add_argument("--states", type=positive_int, default=RESIDENCY_STATES,
+                   help="first N states; each is a target but the last ones, which stay resident for the earlier")
+    p.add_argument("--workload", type=Path, default=WORKLOAD)
+    p.add_argument("--resident", type=parse_int_list, default=list(RESIDENT_LEVELS),
+                   help="comma-separated numbers of other cached prefixes (default " + ",".join(map(str, RESIDENT_LEVELS)) + ")")
+    add_path_run_flags(p)
 
 
-def command_invariance(args: argparse.Namespace) -> int:
-    from .bench.invariance import command_invariance
-
-    return command_invariance(args)
-
-
-def command_preamble(args: argparse.Namespace) -> int:
-    from .bench.preamble import command_preamble
-
-    return command_preamble(args)
+def add_path_run_flags(p: Any) -> None:
+    """The flags `modes`, `readout-vs-generation` and `residency` end with: the engine's, its attention and batch, the results file."""
+    add_engine_arguments(p)
+    p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")
+    p.add_argument("--n-ubatch", type=int, dest="n_ubatch")
+    p.add_argument("--output", type=Path, help="results file (default results/bench/<name>.json)")
 
 
-def command_coherence(args: argparse.Namespace) -> int:
-    from .bench.coherence import command_coherence
-
-    return command_coherence(args)
-
-
-def command_rotations(args: argparse.Namespace) -> int:
-    from .bench.rotations import command_rotations
-
-    return command_rotations(args)
-
-
-def command_eval(args: argparse.Namespace) -> int:
-    from .quality.evaluate import command_eval
-
-    return command_eval(args)
-
-
-def command_compare(args: argparse.Namespace) -> int:
-    from .quality.comparison import command_compare
-
-    return command_compare(args)
-
-
-def command_calibrate(args: argparse.Namespace) -> int:
-    from .quality.evaluate import command_calibrate
-
-    return command_calibrate(args)
-
-
-def command_sets(args: argparse.Namespace) -> int:
-    from .quality.prediction_sets import command_sets
-
-    return command_sets(args)
-
-
-# ---------------------------------------------------------------- semif bench
-def register_bench_cli(sub: Any) -> None:
-    """`semif bench` and its subcommands."""
-    bench = sub.add_parser("bench", help="benchmarks: execution paths, readout against generation")
-    which = bench.add_subparsers(dest="which", required=True)
-    modes = which.add_parser("modes", help="the 37x21 workload through every path, interleaved per state")
-    modes.add_argument("--quick", action="store_true",
-                       help=f"first {QUICK_STATES} states, fresh on {QUICK_FRESH_QUESTIONS} questions each (a few minutes on 2 cores)")
-    modes.add_argument("--states", type=positive_int, help="first N states")
-    modes.add_argument("--workload", type=Path, default=WORKLOAD)
-    modes.add_argument("--paths", default=",".join(PATHS), help="comma-separated subset of " + ",".join(PATHS))
-    modes.add_argument("--fresh-questions", type=positive_int, dest="fresh_questions",
-                       help="fresh scores only the first N questions per state (its cost per decision does not depend on N)")
-    rvg = which.add_parser("readout-vs-generation", help="21 criteria on one state: readout against JSON generation")
-    rvg.add_argument("--request", type=Path, default=SINGLE_STATE)
-    rvg.add_argument("--runs", type=positive_int, default=READOUT_RUNS)
-    res = which.add_parser("residency", help="a new state's prefill and a cached one's branches with other states cached: "
-                                             "spilled against resident")
-    res.add_argument("--states", type=positive_int, default=RESIDENCY_STATES,
-                     help="first N states; each is a target but the last ones, which stay resident for the earlier")
-    res.add_argument("--workload", type=Path, default=WORKLOAD)
-    res.add_argument("--resident", type=parse_int_list, default=list(RESIDENT_LEVELS),
-                     help="comma-separated numbers of other cached prefixes (default " + ",".join(map(str, RESIDENT_LEVELS)) + ")")
-    add_robustness_parser(which)  # no engine flags: it starts servers
-    add_peer_parser(which)  # semif serve against the text DLC's llama-server (starts both servers)
-    add_rotations_parser(which)
-    add_debias_parser(which)
-    add_invariance_parser(which)
-    add_preamble_parser(which)
-    add_coherence_parser(which)
-    add_scale_parser(which)
-    for p, command in ((modes, command_modes), (rvg, command_readout), (res, command_residency)):
-        add_engine_arguments(p)
-        p.add_argument("--flash-attn", choices=("auto", "on", "off"), dest="flash_attn")
-        p.add_argument("--n-ubatch", type=int, dest="n_ubatch")
-        p.add_argument("--output", type=Path, help="results file (default results/bench/<name>.json)")
-        p.set_defaults(func=command)
-
-
-def add_robustness_parser(which: Any) -> None:
-    p = which.add_parser("robustness", help="semif serve under load, KV pressure, nested prefixes, bad input and decode faults")
+def add_robustness_flags(p: Any) -> None:
+    """No engine flags: it starts servers."""
     p.add_argument("--quick", action="store_true", help="8 clients x 5 requests, 20 nested, 40 fault requests (about 2 minutes)")
     p.add_argument("--threads", type=int, default=2, help="llama.cpp threads of the server (default 2)")
     p.add_argument("--port", type=int, default=18090, help="loopback port of the server (the fault server uses the next one)")
     p.add_argument("--output", type=Path, help="results file (default results/bench/robustness[-quick].json)")
-    p.set_defaults(func=command_robustness)
 
 
-def add_peer_parser(which: Any) -> None:
+def add_peer_flags(p: Any) -> None:
     """`semif bench peer`: every flag left out is None, and `bench.peer.config.PeerConfig`'s default applies."""
     d = peer_defaults()
-    p = which.add_parser("peer", help="the decision path against the text DLC's llama-server, same model, same workload, one run")
     p.add_argument("--quick", action="store_true", help=f"first {QUICK_STATES} states; the client phase on one state per client")
     p.add_argument("--states", type=positive_int, help="first N states")
     p.add_argument("--questions", type=positive_int, help="first N questions of each state (default: all)")
@@ -226,12 +133,9 @@ def add_peer_parser(which: Any) -> None:
     p.add_argument("--port", type=int, help=f"loopback port of semif serve; llama-server takes the next one (default {d['port']})")
     p.add_argument("--log-dir", type=Path, dest="log_dir", help=f"server logs (default {d['log_dir']})")
     p.add_argument("--output", type=Path, help="results file (default results/bench/peer[-quick].json)")
-    p.set_defaults(func=command_peer)
 
 
-def add_scale_parser(which: Any) -> None:
-    p = which.add_parser("scale", help="semif serve x 1, 2, 4 behind a SageMaker-like router: random routing against stateful "
-                                       "sessions (cache hits, decisions/s, p50/p95), and the cost per million decisions")
+def add_scale_flags(p: Any) -> None:
     p.add_argument("--quick", action="store_true", help=f"first {QUICK_STATES} states")
     p.add_argument("--states", type=positive_int, help="first N states (default: all 37)")
     p.add_argument("--questions", type=positive_int, default=5, help="first N questions of each state (default 5)")
@@ -240,66 +144,52 @@ def add_scale_parser(which: Any) -> None:
     p.add_argument("--threads", type=positive_int, default=2, help="llama.cpp threads split between the instances (default 2)")
     p.add_argument("--port", type=int, default=18200, help="loopback port of the first instance; the others take the next ones")
     p.add_argument("--output", type=Path, help="results file (default results/bench/scale[-quick].json; the plot beside it)")
-    p.set_defaults(func=command_scale)
 
 
-def add_rotations_parser(which: Any) -> None:
-    p = which.add_parser("rotations", help="x_debias rotations against plain choice questions: flip rate, accuracy, cost (one run)")
+def add_rotations_flags(p: Any) -> None:
     p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in LABELED], help="labeled JSON Lines with choice questions")
     p.add_argument("--rotations", type=int, default=DEFAULT_ROTATIONS, help=f"orders per question (default {DEFAULT_ROTATIONS})")
     p.add_argument("--limit", type=int, help="first N lines of each file")
     p.add_argument("--states", type=int, default=LONG_STATES,
                    help=f"long workload states for the cost on many questions (default {LONG_STATES})")
-    add_model_run_flags(p, "rotations", command_rotations, "results/bench/rotations.json")
+    add_model_run_flags(p, "rotations", "results/bench/rotations.json")
 
 
-def add_invariance_parser(which: Any) -> None:
-    p = which.add_parser("invariance", help="how far answers move with their neighbours, default mode against x_batch_invariant "
-                                            "(together, reversed, alone; one run)")
-    p.add_argument("--states", type=positive_int, default=3, help="first N workload states (default 3)")
-    p.add_argument("--questions", type=positive_int, default=20, help="first N questions of each state (default 20)")
-    add_model_run_flags(p, "invariance", command_invariance)
-
-
-def add_model_run_flags(p: Any, which: str, command: Any, output: str = "results/bench/{which}-<model>.json") -> None:
-    """The flags every in-process benchmark ends with: its results file, its progress bar, the engine's settings."""
-    p.add_argument("--output", type=Path, help=f"results file (default {output.format(which=which)})")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_engine_arguments(p)
-    p.set_defaults(func=command)
-
-
-def add_preamble_parser(which: Any) -> None:
-    p = which.add_parser("preamble", help="x_preamble against the plain slot readout, as written and asked in bold: option mass, "
-                                          "accuracy, lead-ins used, cost (one run)")
-    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in ALL_LABELED], help="labeled JSON Lines (default: every set)")
-    p.add_argument("--limit", type=int, help="first N lines of each file")
-    add_model_run_flags(p, "preamble", command_preamble)
-
-
-def add_coherence_parser(which: Any) -> None:
-    p = which.add_parser("coherence", help="a yes/no question as a noul, as a two-option choice and swapped: the gap in P(yes) "
-                                           "and each one's accuracy (one run)")
-    p.add_argument("--states", type=positive_int, default=5, help="first N workload states beside the labeled policy set (default 5)")
-    add_model_run_flags(p, "coherence", command_coherence)
-
-
-def add_debias_parser(which: Any) -> None:
-    p = which.add_parser("debias", help="choice answers without their order bias, four ways in one run: none, content-free, "
-                                        "the position prior (x_debias prior), rotations; flip rate, accuracy, ECE, cost")
+def add_debias_flags(p: Any) -> None:
     p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in LABELED], help="labeled JSON Lines with choice questions")
     p.add_argument("--rotations", type=int, default=DEFAULT_ROTATIONS,
                    help=f"orders the rotations arm averages (default {DEFAULT_ROTATIONS})")
     p.add_argument("--limit", type=int, help="first N lines of each file")
     p.add_argument("--calibration-out", type=Path, dest="calibration_out",
                    help="also write the position prior into this calibration file (merged into this model's, or a new one)")
-    add_model_run_flags(p, "debias", command_debias)
+    add_model_run_flags(p, "debias")
 
 
-# ---------------------------------------------------------------- semif eval, eval-compare, sets
-def register_quality_cli(sub: Any) -> None:
-    """`semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`."""
-    p = sub.add_parser("eval", help="decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, debias, permute")
+def add_invariance_flags(p: Any) -> None:
+    p.add_argument("--states", type=positive_int, default=3, help="first N workload states (default 3)")
+    p.add_argument("--questions", type=positive_int, default=20, help="first N questions of each state (default 20)")
+    add_model_run_flags(p, "invariance")
+
+
+def add_preamble_flags(p: Any) -> None:
+    p.add_argument("input", nargs="*", type=Path, default=[Path(x) for x in ALL_LABELED], help="labeled JSON Lines (default: every set)")
+    p.add_argument("--limit", type=int, help="first N lines of each file")
+    add_model_run_flags(p, "preamble")
+
+
+def add_coherence_flags(p: Any) -> None:
+    p.add_argument("--states", type=positive_int, default=5, help="first N workload states beside the labeled policy set (default 5)")
+    add_model_run_flags(p, "coherence")
+
+
+def add_model_run_flags(p: Any, which: str, output: str = "results/bench/{which}-<model>.json") -> None:
+    """The flags every in-process benchmark ends with: its results file, its progress bar, the engine's settings."""
+    p.add_argument("--output", type=Path, help=f"results file (default {output.format(which=which)})")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_engine_arguments(p)
+
+
+def add_eval_flags(p: Any) -> None:
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
     p.add_argument("--calibrate", action="store_true",
                    help="out-of-fold temperature scaling per question type, and write a calibration file")
@@ -323,13 +213,15 @@ def register_quality_cli(sub: Any) -> None:
                    help="where --calibrate writes the calibration file (default: results/calibration/MODEL.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_engine_arguments(p)
-    p.set_defaults(func=command_eval)
-    p = sub.add_parser("eval-compare", help="several `semif eval --output` reports side by side (JSON and Markdown)")
+
+
+def add_compare_flags(p: Any) -> None:
     p.add_argument("reports", nargs="+", help="LABEL=REPORT.json (or REPORT.json: labelled by its folder)")
     p.add_argument("--output", type=Path, help="write the comparison as JSON")
     p.add_argument("--markdown", type=Path, help="write the Markdown tables")
-    p.set_defaults(func=command_compare)
-    p = sub.add_parser("sets", help="prediction sets and abstention, fitted and checked out of fold on a `semif eval` report")
+
+
+def add_sets_flags(p: Any) -> None:
     p.add_argument("report", type=Path, help="a report written by `semif eval --output` (it stores every raw decision)")
     p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE, help=f"target coverage (default {DEFAULT_TARGET_COVERAGE})")
     p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, dest="max_error",
@@ -338,8 +230,9 @@ def register_quality_cli(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--debias", action="store_true", help="remove the report's content-free priors first, as its calibration file does")
     p.add_argument("--output", type=Path, help="write the summary as JSON, and its plot next to it as .png")
-    p.set_defaults(func=command_sets)
-    p = sub.add_parser("calibrate", help="the calibration file refitted from a `semif eval` report's stored decisions, without the model")
+
+
+def add_calibrate_flags(p: Any) -> None:
     p.add_argument("report", type=Path, help="a report written by `semif eval --output` (it stores every raw decision and prior)")
     p.add_argument("--calibration-out", type=Path, dest="calibration_out", required=True, help="where to write the calibration file")
     p.add_argument("--coverage", type=float, default=DEFAULT_TARGET_COVERAGE, help=f"target coverage (default {DEFAULT_TARGET_COVERAGE})")
@@ -347,4 +240,73 @@ def register_quality_cli(sub: Any) -> None:
                    help=f"abstain below the confidence where the answered error reaches this (default {DEFAULT_MAX_ERROR})")
     p.add_argument("--bootstrap", type=int, default=500, help="bootstrap resamples (over states) for 95%% intervals; 0 = none")
     p.add_argument("--output", type=Path, help="write the refitted report as JSON")
-    p.set_defaults(func=command_calibrate)
+
+
+# ---------------------------------------------------------------- the table, and the one function that runs a row
+class Command(NamedTuple):
+    run: str  # "module:function" under `semif_lib.measurement`, imported when the command runs
+    help: str
+    add_flags: Callable[[Any], None]
+
+
+# `semif bench <x>` rows first, in the order `semif bench --help` lists them; then the wing's top-level commands
+COMMANDS: dict[str, Command] = {
+    "bench modes": Command("bench.paths:command_paths", "the 37x21 workload through every path, interleaved per state", add_modes_flags),
+    "bench readout-vs-generation": Command("bench.readout:command_readout",
+                                           "21 criteria on one state: readout against JSON generation", add_readout_flags),
+    "bench residency": Command("bench.residency:command_residency", "a new state's prefill and a cached one's branches with other "
+                               "states cached: spilled against resident", add_residency_flags),
+    "bench robustness": Command("bench.robustness:command_robustness", "semif serve under load, KV pressure, nested prefixes, bad "
+                                "input and decode faults", add_robustness_flags),
+    # semif serve against the text DLC's llama-server (starts both servers)
+    "bench peer": Command("bench.peer.run:command_peer", "the decision path against the text DLC's llama-server, same model, same "
+                          "workload, one run", add_peer_flags),
+    "bench rotations": Command("bench.rotations:command_rotations", "x_debias rotations against plain choice questions: flip rate, "
+                               "accuracy, cost (one run)", add_rotations_flags),
+    "bench debias": Command("quality.debias:command_debias", "choice answers without their order bias, four ways in one run: none, "
+                            "content-free, the position prior (x_debias prior), rotations; flip rate, accuracy, ECE, cost",
+                            add_debias_flags),
+    "bench invariance": Command("bench.invariance:command_invariance", "how far answers move with their neighbours, default mode "
+                                "against x_batch_invariant (together, reversed, alone; one run)", add_invariance_flags),
+    "bench preamble": Command("bench.preamble:command_preamble", "x_preamble against the plain slot readout, as written and asked in "
+                              "bold: option mass, accuracy, lead-ins used, cost (one run)", add_preamble_flags),
+    "bench coherence": Command("bench.coherence:command_coherence", "a yes/no question as a noul, as a two-option choice and swapped: "
+                               "the gap in P(yes) and each one's accuracy (one run)", add_coherence_flags),
+    "bench scale": Command("bench.scale:command_scale", "semif serve x 1, 2, 4 behind a SageMaker-like router: random routing against "
+                           "stateful sessions (cache hits, decisions/s, p50/p95), and the cost per million decisions", add_scale_flags),
+    "eval": Command("quality.evaluate:command_eval", "decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, "
+                    "debias, permute", add_eval_flags),
+    "eval-compare": Command("quality.comparison:command_compare", "several `semif eval --output` reports side by side (JSON and "
+                            "Markdown)", add_compare_flags),
+    "sets": Command("quality.prediction_sets:command_sets", "prediction sets and abstention, fitted and checked out of fold on a "
+                    "`semif eval` report", add_sets_flags),
+    "calibrate": Command("quality.evaluate:command_calibrate", "the calibration file refitted from a `semif eval` report's stored "
+                         "decisions, without the model", add_calibrate_flags),
+}
+
+
+def run_measurement(name: str, args: argparse.Namespace) -> int:
+    """Run the command `name` of `COMMANDS`: its module is imported now, so building the parser imports none."""
+    module, _, function = COMMANDS[name].run.partition(":")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)(args)
+
+
+def add_commands(subparsers: Any, prefix: str) -> None:
+    """A parser for each row of `COMMANDS` named `<prefix><x>` (and no further word), in the table's order."""
+    for name, command in COMMANDS.items():
+        leaf = name.removeprefix(prefix)
+        if name.startswith(prefix) and " " not in leaf:
+            p = subparsers.add_parser(leaf, help=command.help)
+            command.add_flags(p)
+            p.set_defaults(func=partial(run_measurement, name))
+
+
+def register_bench_cli(sub: Any) -> None:
+    """`semif bench` and its subcommands."""
+    bench = sub.add_parser("bench", help="benchmarks: execution paths, readout against generation")
+    add_commands(bench.add_subparsers(dest="which", required=True), "bench ")
+
+
+def register_quality_cli(sub: Any) -> None:
+    """`semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`."""
+    add_commands(sub, "")
