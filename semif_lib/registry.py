@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .settings import Settings, load_settings
+from .settings import Settings
 
 __all__ = ["KeptResource", "TAG_PROJECT", "TAG_RUN_ID", "WorkshopState", "load_state", "new_run_id", "resource_name",
            "run_prefix", "settings_and_state"]
@@ -145,13 +145,12 @@ class WorkshopState:
         return run_prefix(settings, self.run_id)
 
 
-def load_state(settings: Settings | None = None, region: Callable[[], str | None] | None = None) -> WorkshopState:
+def load_state(settings: Settings, region: Callable[[], str | None] | None = None) -> WorkshopState:
     """The state of this workshop run (created, with a fresh run id, on first use).
 
     `region` is asked while the file records none: the region the run's AWS resources live in
     (the AWS target and the AWS wing give one; the targets on this machine do not).
     """
-    settings = settings or load_settings()
     state = WorkshopState.load(settings.state_file, settings.run_id)
     if state.region is None and region is not None and (found := region()) is not None:
         state.region = found
@@ -159,7 +158,6 @@ def load_state(settings: Settings | None = None, region: Callable[[], str | None
     return state
 
 
-def settings_and_state(settings: Settings | None, state: WorkshopState | None) -> tuple[Settings, WorkshopState]:
-    """The settings and state a step was given, or the environment's and this run's (no region recorded)."""
-    settings = settings or load_settings()
+def settings_and_state(settings: Settings, state: WorkshopState | None) -> tuple[Settings, WorkshopState]:
+    """The settings a step was handed (the top floor read them) and the state it was given, else this run's (no region recorded)."""
     return settings, state or load_state(settings)

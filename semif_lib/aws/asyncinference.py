@@ -63,7 +63,7 @@ def async_inference_config(output_uri: str, failure_uri: str, max_concurrent: in
             "ClientConfig": {"MaxConcurrentInvocationsPerInstance": max_concurrent}}
 
 
-def deploy_async_decision_endpoint(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
+def deploy_async_decision_endpoint(settings: Settings, state: WorkshopState | None = None, wait: bool = True,
                                    invocation_timeout_s: int = ASYNC_INVOCATION_TIMEOUT_S) -> str:
     """The decision image as an async endpoint (`semif-decision-async-<run>`), its deadline inside `invocation_timeout_s`."""
     settings, state = settings_and_state(settings, state)
@@ -108,7 +108,7 @@ def _object_status(s3: Any, output: str, failure: str | None) -> dict[str, Any]:
     return {"Status": "InProgress"}
 
 
-def invoke_async(endpoint: str, body: bytes, *, settings: Settings | None = None, state: WorkshopState | None = None,
+def invoke_async(endpoint: str, body: bytes, *, settings: Settings, state: WorkshopState | None = None,
                  wait: bool = True, progress: bool = True, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Queue one decision request on the async endpoint; with `wait`, the answer (a `ResourceFailedError` carries the
     failure SageMaker wrote). Without `wait`: the inference id and the output and failure locations to read later.
@@ -156,7 +156,7 @@ def read_async_answer(located: dict[str, Any], *, settings: Settings, timeout_s:
 
 def enable_async_autoscaling(endpoint: str, *, max_instances: int = 1, backlog_per_instance: float = BACKLOG_PER_INSTANCE,
                              scale_in_cooldown_s: int = 600, scale_out_cooldown_s: int = 60, variant: str = "AllTraffic",
-                             settings: Settings | None = None, state: WorkshopState | None = None) -> dict[str, Any]:
+                             settings: Settings, state: WorkshopState | None = None) -> dict[str, Any]:
     """Scale the async endpoint between 0 and `max_instances`: backlog target tracking, and a step policy whose alarm
     (`HasBacklogWithoutCapacity` >= 1) adds one instance when requests wait at zero. All three are recorded for cleanup."""
     if max_instances < 1:

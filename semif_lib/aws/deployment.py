@@ -27,7 +27,7 @@ from ..invocation import decision_env, text_settings
 from ..llama_flags import MAX_ENV_ENTRIES, MAX_ENV_VALUE_CHARS, build_sm_env
 from ..model.package import HostingPlan, is_model_data_prefix, plan_hosting
 from ..registry import WorkshopState
-from ..settings import Settings, load_settings
+from ..settings import Settings
 from .apicalls import (
     PLACEHOLDER_ROLE,
     ApiCall,
@@ -264,7 +264,7 @@ def plan_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mappin
 
 
 def deploy_endpoint(purpose: str, image_uri: str, model_data_url: str, env: Mapping[str, str], *,
-                    settings: Settings | None = None, state: WorkshopState | None = None,
+                    settings: Settings, state: WorkshopState | None = None,
                     instance_type: str | None = None, instance_count: int = 1, wait: bool = True,
                     progress: bool = True, routing_strategy: str | None = None, async_config: dict[str, Any] | None = None,
                     log: Callable[[str], None] = print) -> str:
@@ -292,12 +292,12 @@ ENDPOINT_FAILED = ("Failed", "OutOfService", "UpdateRollbackFailed")
 ENDPOINT_POLL_S = 15.0
 
 
-def wait_for_endpoint(name: str, settings: Settings | None = None, timeout_s: float = 3600, poll_s: float | None = None,
+def wait_for_endpoint(name: str, settings: Settings, timeout_s: float = 3600, poll_s: float | None = None,
                       progress: bool = True, log: Callable[[str], None] = print, expected_config: str | None = None) -> dict[str, Any]:
     """Poll until InService (returns the description); raise `ResourceFailedError` on Failed, OutOfService
     or UpdateRollbackFailed, and when the endpoint is InService on another config than `expected_config`
     (an update that rolled back ends InService on the old config)."""
-    sm = make_client("sagemaker", settings or load_settings())
+    sm = make_client("sagemaker", settings)
     desc = poll_status(lambda: sm.describe_endpoint(EndpointName=name), "EndpointStatus", "InService",
                        ENDPOINT_FAILED, f"endpoint {name}", timeout_s, poll_s or ENDPOINT_POLL_S, log, progress)
     if expected_config and desc.get("EndpointConfigName") != expected_config:
@@ -311,7 +311,7 @@ PACKAGE_STEP = "01_package_gguf_to_s3 (workshop.package_model)"
 PLACEHOLDER_IMAGE = "<account>.dkr.ecr.<region>.amazonaws.com/<the adapter repository notebook 03 makes>@<the digest its build pushed>"
 
 
-def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState | None = None,
+def deploy_text_endpoint(settings: Settings, state: WorkshopState | None = None,
                          llama_settings: Mapping[str, Any] | None = None, wait: bool = True) -> str:
     """The packaged GGUF on the AWS llama.cpp DLC (`semif-text-<run>`)."""
     settings, state = settings_and_state(settings, state)
@@ -321,7 +321,7 @@ def deploy_text_endpoint(settings: Settings | None = None, state: WorkshopState 
     return deploy_endpoint("text", image, model_data, env, settings=settings, state=state, wait=wait)
 
 
-def deploy_decision_endpoint(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True) -> str:
+def deploy_decision_endpoint(settings: Settings, state: WorkshopState | None = None, wait: bool = True) -> str:
     """The packaged GGUF on our adapter image (`semif-decision-<run>`), same model data as the text endpoint."""
     settings, state = settings_and_state(settings, state)
     image = decision_image(settings, state)

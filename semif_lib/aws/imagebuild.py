@@ -25,7 +25,7 @@ from typing import Any, Callable
 from ..containers.runtime import image_exists
 from ..paths import repo_root
 from ..registry import WorkshopState
-from ..settings import Settings, load_settings, require_image_digest
+from ..settings import Settings, require_image_digest
 from .clients import get_account_id, get_region, in_region, make_client
 from .dlc import dlc_account, dlc_registry, pin_dlc_image, require_dlc_region, resolve_dlc_image_uri
 from .errors import DENIED_CODES, ResourceFailedError, error_code, is_not_found
@@ -234,7 +234,7 @@ def read_build_digest(build: dict[str, Any]) -> str:
     return digest
 
 
-def build_adapter_image(settings: Settings | None = None, state: WorkshopState | None = None, wait: bool = True,
+def build_adapter_image(settings: Settings, state: WorkshopState | None = None, wait: bool = True,
                         log: Callable[[str], None] = print, progress: bool = True) -> str:
     """Zip, upload, ensure ECR + role + project, build and push; return `<repo uri>@sha256:<digest>`, the image the build
     pushed, and record its digest under its tag (`adapter_images` in the state).
@@ -331,7 +331,7 @@ def _remember_digest(state: WorkshopState, tag: str, digest: str) -> None:
     state.set(BUILT_IMAGES, {**(state.get(BUILT_IMAGES) or {}), tag: digest})
 
 
-def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", settings: Settings | None = None) -> str:
+def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", *, settings: Settings) -> str:
     """The llama.cpp DLC image in the local container store, for target=container.
 
     Already there: nothing to do. Otherwise log in to the DLC registry with this session's AWS
@@ -341,7 +341,7 @@ def pull_dlc_image(runtime: Any, region: str, variant: str = "cpu", settings: Se
     uri = resolve_dlc_image_uri(region, variant)
     if image_exists(runtime, uri):
         return uri
-    settings = in_region(settings or load_settings(), region)
+    settings = in_region(settings, region)
     auth = make_client("ecr", settings, max_attempts=2).get_authorization_token(registryIds=[dlc_account(region)])
     user, password = base64.b64decode(auth["authorizationData"][0]["authorizationToken"]).decode().split(":", 1)
     runtime.run("login", "--username", user, "--password-stdin", dlc_registry(region), input=password)

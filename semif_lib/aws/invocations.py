@@ -12,24 +12,24 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..contract import NEW_SESSION
 from ..invocation import SESSION_BODIES, iter_chat_deltas, iter_sse_events, read_new_session
-from ..settings import Settings, load_settings
+from ..settings import Settings
 from .clients import runtime_client
 
 __all__ = ["close_endpoint_session", "invoke_chat_endpoint", "invoke_decision_endpoint", "iter_payload_parts", "open_endpoint_session",
            "stream_chat_endpoint"]
 
 
-def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> dict[str, Any]:
-    runtime = runtime_client(settings or load_settings())
+def invoke_chat_endpoint(endpoint: str, body: bytes, settings: Settings) -> dict[str, Any]:
+    runtime = runtime_client(settings)
     resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json", Body=body)
     return json.loads(resp["Body"].read())
 
 
-def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | None = None, mode: str | None = None,
+def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings, mode: str | None = None,
                              session: str | None = None) -> dict[str, Any]:
     """POST a decision request to the adapter endpoint; `mode` rides in CustomAttributes (`mode=serial`), `session` in
     SessionId (SageMaker routes it to the instance that opened it and passes it on as X-Amzn-SageMaker-Session-Id)."""
-    runtime = runtime_client(settings or load_settings())
+    runtime = runtime_client(settings)
     kwargs: dict[str, Any] = {"EndpointName": endpoint, "ContentType": "application/json", "Accept": "application/json", "Body": body}
     if mode:
         kwargs["CustomAttributes"] = f"mode={mode}"
@@ -39,25 +39,25 @@ def invoke_decision_endpoint(endpoint: str, body: bytes, settings: Settings | No
     return json.loads(resp["Body"].read())
 
 
-def open_endpoint_session(endpoint: str, settings: Settings | None = None) -> tuple[str, str]:
+def open_endpoint_session(endpoint: str, settings: Settings) -> tuple[str, str]:
     """A stateful session on the endpoint: `SessionId=NEW_SESSION` with the standard's opening body; its id and expiry."""
-    runtime = runtime_client(settings or load_settings())
+    runtime = runtime_client(settings)
     resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json",
                                    Body=SESSION_BODIES["open"], SessionId=NEW_SESSION)
     return read_new_session(resp.get("NewSessionId"))
 
 
-def close_endpoint_session(endpoint: str, session: str, settings: Settings | None = None) -> str:
+def close_endpoint_session(endpoint: str, session: str, settings: Settings) -> str:
     """Close `session`; the id SageMaker reports closed (`ClosedSessionId`)."""
-    runtime = runtime_client(settings or load_settings())
+    runtime = runtime_client(settings)
     resp = runtime.invoke_endpoint(EndpointName=endpoint, ContentType="application/json", Accept="application/json",
                                    Body=SESSION_BODIES["close"], SessionId=session)
     return resp.get("ClosedSessionId") or session
 
 
-def stream_chat_endpoint(endpoint: str, body: bytes, settings: Settings | None = None) -> Iterator[str]:
+def stream_chat_endpoint(endpoint: str, body: bytes, settings: Settings) -> Iterator[str]:
     """Text deltas from `invoke_endpoint_with_response_stream` (the DLC relays llama-server's SSE)."""
-    runtime = runtime_client(settings or load_settings())
+    runtime = runtime_client(settings)
     resp = runtime.invoke_endpoint_with_response_stream(
         EndpointName=endpoint, ContentType="application/json", Accept="text/event-stream", Body=body)
     yield from iter_chat_deltas(iter_sse_events(iter_payload_parts(resp["Body"])))

@@ -57,7 +57,7 @@ def bucket_region(s3: Any, bucket: str) -> str | None:
     return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, location)
 
 
-def ensure_bucket(settings: Settings | None = None, state: WorkshopState | None = None,
+def ensure_bucket(settings: Settings, state: WorkshopState | None = None,
                   log: Callable[[str], None] = print) -> str:
     """The workshop bucket: created if missing, with public access blocked, SSE-S3 by default and tags.
 
@@ -166,8 +166,8 @@ def plan_model_data_url(settings: Settings, state: WorkshopState) -> str:
     return f"s3://{plan_bucket(settings)}/{folder}/" + ("model.tar.gz" if package.get("tarball") or not package else "files/")
 
 
-def upload_model(package: ModelPackage, bucket: str | None = None, key: str | None = None,
-                 settings: Settings | None = None, state: WorkshopState | None = None, progress: bool = True) -> UploadResult:
+def upload_model(package: ModelPackage, bucket: str | None = None, key: str | None = None, *,
+                 settings: Settings, state: WorkshopState | None = None, progress: bool = True) -> UploadResult:
     """Upload `model.tar.gz` to `s3://bucket/<prefix>/<run id>/models/<sha12>/model.tar.gz`, idempotently; without a tarball
     (uncompressed model data) every GGUF file under `.../models/<sha12>/files/`, and the result is that prefix (ending in `/`,
     as S3ModelDataSource wants one: SageMaker copies every object under it into /opt/ml/model).

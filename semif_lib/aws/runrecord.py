@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from ..registry import WorkshopState
 from ..registry import load_state as load_registry
-from ..settings import Settings, load_settings
+from ..settings import Settings
 from .clients import get_region
 
 __all__ = ["load_state", "settings_and_state"]
 
 
-def load_state(settings: Settings | None = None) -> WorkshopState:
+def load_state(settings: Settings) -> WorkshopState:
     """This run's state, with the region AWS resources live in recorded."""
-    settings = settings or load_settings()
     return load_registry(settings, region=lambda: get_region(settings))
 
 
-def settings_and_state(settings: Settings | None, state: WorkshopState | None) -> tuple[Settings, WorkshopState]:
-    """The settings and state a step of the AWS wing was given, or the environment's and this run's."""
-    settings = settings or load_settings()
+def settings_and_state(settings: Settings, state: WorkshopState | None) -> tuple[Settings, WorkshopState]:
+    """The settings a step of the AWS wing was handed (the top floor read them) and the state it was given, else this run's."""
     return settings, state or load_state(settings)

@@ -19,7 +19,7 @@ from ..contract import request_timeout_for
 from ..invocation import transform_env
 from ..model.package import is_model_data_prefix
 from ..registry import WorkshopState
-from ..settings import Settings, load_settings
+from ..settings import Settings
 from . import dlc
 from .apicalls import ApiCall, scalable_target_call, scaling_policy_call, transform_job_call
 from .clients import make_client
@@ -85,7 +85,7 @@ def plan_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str,
                               invocation_retries=INVOCATION_RETRIES, content_type=JSONLINES, tags=state.tags())
 
 
-def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str, *, settings: Settings | None = None,
+def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: str, *, settings: Settings,
                            state: WorkshopState | None = None, job_name: str | None = None, log: Callable[[str], None] = print,
                            **options: Any) -> str:
     """Start a transform job over a JSON Lines object (or prefix) in S3, printing the request; returns the job name.
@@ -101,10 +101,10 @@ def create_batch_transform(model_name: str, input_s3_uri: str, output_s3_uri: st
     return job_name
 
 
-def wait_for_transform(job_name: str, settings: Settings | None = None, timeout_s: float = 7200, poll_s: float = 30,
+def wait_for_transform(job_name: str, settings: Settings, timeout_s: float = 7200, poll_s: float = 30,
                        log: Callable[[str], None] = print, progress: bool = True) -> dict[str, Any]:
     """Poll until Completed, with a `tqdm.auto` bar of the status and elapsed time; Failed or Stopped raise."""
-    sm = make_client("sagemaker", settings or load_settings())
+    sm = make_client("sagemaker", settings)
     return poll_status(lambda: sm.describe_transform_job(TransformJobName=job_name), "TransformJobStatus", "Completed",
                        ("Failed", "Stopped"), f"transform job {job_name}", timeout_s, poll_s, log, progress)
 
@@ -123,7 +123,7 @@ def batch_keys(prefix: str, stamp: str, name: str) -> tuple[str, str, str]:
     return f"{prefix}/batch/input/{stamp}/{name}", f"{prefix}/batch/output/{stamp}/", f"{prefix}/batch/output/{stamp}/{name}.out"
 
 
-def run_batch_transform(path: Path, settings: Settings | None = None, state: WorkshopState | None = None,
+def run_batch_transform(path: Path, settings: Settings, state: WorkshopState | None = None,
                         wait: bool = True, progress: bool = True) -> str:
     """Upload a local JSON Lines file and score it with the decision model; returns the output URI (or, without
     `wait`, the job name). `read_transform_output` reads the records."""
@@ -152,12 +152,12 @@ def run_batch_transform(path: Path, settings: Settings | None = None, state: Wor
     return f"s3://{bucket}/{out_key}"
 
 
-def read_transform_output(output_uri: str, settings: Settings | None = None) -> list[dict[str, Any]]:
+def read_transform_output(output_uri: str, settings: Settings) -> list[dict[str, Any]]:
     """The records a transform job wrote (`<input>.out`, one JSON response per input line, in order)."""
     from ..jsonlines import decode_utf8, parse_records, split_lines
 
     bucket, _, key = output_uri.removeprefix("s3://").partition("/")
-    body = make_client("s3", settings or load_settings()).get_object(Bucket=bucket, Key=key)["Body"].read()
+    body = make_client("s3", settings).get_object(Bucket=bucket, Key=key)["Body"].read()
     return parse_records(split_lines(decode_utf8(body, output_uri)), output_uri)
 
 
@@ -198,7 +198,7 @@ def plan_autoscaling(endpoint: str, min_instances: int, max_instances: int, invo
 
 
 def enable_autoscaling(endpoint: str, *, variant: str = "AllTraffic", min_instances: int = 1, max_instances: int = 2,
-                       invocations_per_instance: float = 60.0, settings: Settings | None = None,
+                       invocations_per_instance: float = 60.0, settings: Settings,
                        state: WorkshopState | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Register the variant with Application Auto Scaling and track invocations per instance (per minute), printing
     both requests (`plan_autoscaling`)."""

@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from ..processes import ServerProcess, ServerStartError, ServerStartTimeout, is_answering, stop_process
 from ..registry import WorkshopState, settings_and_state
-from ..settings import Settings
+from ..settings import Settings, load_settings
 from .machine import LocalServerError, MachineTarget, check_port_free, port_of
 
 __all__ = ["LOCAL_SERVERS", "LocalTarget", "delete_local_process", "start_local_server"]
@@ -70,7 +70,7 @@ def start_local_server(kind: str, model_dir: Path | str | None = None, settings:
     progress bar shows the wait; a port held by another program, or a server that stops before
     answering, raises `LocalServerError` with one line that says what to do.
     """
-    settings, state = settings_and_state(settings, state)
+    settings, state = settings_and_state(settings or load_settings(), state)
     if kind not in LOCAL_SERVERS:
         raise ValueError(f"kind must be one of {sorted(LOCAL_SERVERS)}")
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
