@@ -30,9 +30,9 @@ from ..registry import load_state as load_registry
 from ..settings import Settings, load_settings
 from .aws import AwsTarget, settings_for_cleanup
 from .base import Target
-from .container import ContainerTarget, require_container_runtime, resolve_text_image, start_local_container
+from .container import ContainerTarget, require_container_runtime
 from .local import LocalTarget, start_local_server
-from .machine import LocalServerError, MachineTarget
+from .machine import LocalServerError
 
 __all__ = [
     "LOCAL_KINDS",
@@ -40,17 +40,14 @@ __all__ = [
     "ContainerTarget",
     "LocalServerError",
     "LocalTarget",
-    "MachineTarget",
     "Target",
     "extract_model_package",
     "load_state",
     "owner_of",
     "require_container_runtime",
-    "resolve_text_image",
     "select_target",
     "settings_and_state",
     "settings_for_cleanup",
-    "start_local_container",
     "start_local_server",
     "stop_local_servers",
 ]

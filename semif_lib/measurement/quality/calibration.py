@@ -35,7 +35,6 @@ __all__ = [
     "TemperatureFit",
     "fit_temperature",
     "fit_temperature_fits",
-    "fit_temperatures",
     "predict_out_of_fold",
     "prior_remover",
     "save_calibration",
@@ -149,11 +148,6 @@ def fit_temperature_fits(decisions: Sequence[Decision], min_count: int = 2) -> d
             fitted = fit_temperature([d.logits for d in rows], [d.label for d in rows])
             out[kind] = TemperatureFit(kind, len(rows), fitted, shrink_temperature(fitted, len(rows)))
     return out
-
-
-def fit_temperatures(decisions: Sequence[Decision], min_count: int = 2) -> dict[str, float]:
-    """One (shrunk) temperature per question type; types with fewer than `min_count` decisions keep T = 1."""
-    return {kind: fit.temperature for kind, fit in fit_temperature_fits(decisions, min_count).items()}
 
 
 def prior_remover(priors: dict[str, list[float]] | None) -> Callable[[Decision], np.ndarray] | None:

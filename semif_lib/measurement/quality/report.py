@@ -1,5 +1,4 @@
-"""`semif eval`'s report as text and figures: the metrics table, the README's Markdown tables and the
-reliability diagram.
+"""`semif eval`'s report as text and figures: the metrics table and the reliability diagram.
 
 All of it reads a report dict (`evaluate.evaluate_decisions` builds it, and `semif eval --output`
 saves it), so a saved report can be printed or plotted again without the model. pandas and
@@ -18,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .calibration import Decision
 
-__all__ = ["collect_reliability_sets", "format_markdown", "format_report", "plot_reliability", "reliability_sets", "variant_probabilities"]
+__all__ = ["collect_reliability_sets", "format_report", "plot_reliability", "reliability_sets", "variant_probabilities"]
 
 ReliabilitySets = dict[str, tuple[list[float], list[bool]]]  # variant -> (top-1 confidence, correct) per decision
 
@@ -79,42 +78,6 @@ def _permutation_note(report: dict[str, Any]) -> list[str]:
     p = report["permutation"]
     return [f"option-order rotations: {p['orders']} per choice question, "
             f"argmax flip rate {p['flip_rate']:.2f} over {p['decisions']} decisions"]
-
-
-_DECISION_HEADER = ("| workload | n | chance | accuracy [95% CI] | balanced acc. | top-slot share | debiased acc. | "
-                    "order-averaged acc. | argmax flips | JSON-generation acc. | invalid JSON |")
-_CALIBRATION_HEADER = ("| workload | ECE raw → calibrated | Brier raw → calibrated | NLL raw → calibrated | "
-                       "confident errors (p ≥ 0.9) | mean option mass |")
-
-
-def _cell(m: dict[str, Any] | None, key: str, digits: int = 2) -> str:
-    return f"{m[key]:.{digits}f}" if m and key in m and m[key] == m[key] else "-"
-
-
-def format_markdown(report: dict[str, Any]) -> str:
-    """Two Markdown tables for a README: decisions per workload, then calibration (raw against out of fold)."""
-    cell = _cell
-    rows = list(report["tasks"].items()) + [("**all**", report["overall"])]
-    base = report.get("json_baseline", {})
-    out = [_DECISION_HEADER, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for task, v in rows:
-        raw = v["raw"]
-        ci = raw.get("ci95", {}).get("accuracy")
-        acc = f"{raw['accuracy']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-        if task == "code_search":
-            acc += " (R@1)"
-        b = base.get("all" if task == "**all**" else task)
-        permuted = v.get("permuted_mean")
-        out.append(f"| {task} | {raw['n']} | {raw['chance']:.2f} | {acc} | {cell(raw, 'balanced_accuracy')} | {cell(raw, 'top_share')} | "
-                   f"{cell(v.get('debiased'), 'accuracy')} | {cell(permuted, 'accuracy')} | {cell(permuted, 'flip_rate')} | "
-                   f"{cell(b, 'accuracy')} | {cell(b, 'invalid_json_rate')} |")
-    out += ["", _CALIBRATION_HEADER, "|---|---|---|---|---:|---:|"]
-    for task, v in rows:
-        raw, cal = v["raw"], v.get("calibrated_oof")
-        out.append(f"| {task} | {cell(raw, 'ece', 3)} → {cell(cal, 'ece', 3)} | {cell(raw, 'brier', 3)} → {cell(cal, 'brier', 3)} | "
-                   f"{cell(raw, 'nll', 3)} → {cell(cal, 'nll', 3)} | "
-                   f"{cell(raw, 'confident_error_rate', 3)} | {cell(raw, 'option_mass_mean', 3)} |")
-    return "\n".join(out)
 
 
 def plot_reliability(sets: dict[str, tuple[Sequence[float], Sequence[bool]]], path: Path | str, title: str = "") -> Path:
