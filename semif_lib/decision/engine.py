@@ -51,7 +51,7 @@ class DecisionEngine(SessionHolds):
     Whatever fails, the KV books balance again (`check_invariants`) before the error leaves.
     """
 
-    def __init__(self, settings: Settings | None = None, model_path: Path | str | None = None,
+    def __init__(self, settings: Settings, model_path: Path | str | None = None,
                  fail_decode: Callable[[int], bool] | None = None) -> None:
         """Load the model and build the context.
 
@@ -59,7 +59,7 @@ class DecisionEngine(SessionHolds):
         ran, as a real failure mid-batch would; `SEMIF_FAULT_DECODES` / `SEMIF_FAULT_RATE` do the
         same for a server process.
         """
-        s = settings or load_settings()
+        s = settings
         self.model_path = find_model_path(model_path or s.model_path, s.model_dir)  # a hub reference: its cached file
         self.backend = backend = LlamaBackend(s, self.model_path)
         try:  # the prompt check (letter slots), a calibration for another model: whatever refuses frees the model
@@ -344,6 +344,7 @@ class DecisionEngine(SessionHolds):
 
 
 def open_engine(model: Path | str | None = None, **overrides: Any) -> DecisionEngine:
-    """Build an engine from `SEMIF_*` settings, with keyword overrides (CLI flags)."""
+    """Build an engine from `SEMIF_*` settings, with keyword overrides (CLI flags): a public entry point (README, notebooks,
+    scripts), so it reads the environment once, here, and hands the settings to `DecisionEngine`."""
     settings = load_settings(**overrides)
     return DecisionEngine(settings, model_path=model)

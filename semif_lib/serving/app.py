@@ -62,7 +62,7 @@ def load_engine(settings: Settings) -> Any:
 
 # ----------------------------------------------------------------- the app
 def create_app(
-    settings: Settings | None = None,
+    settings: Settings,
     engine_factory: Callable[[Settings], Any] | None = None,
     on_load_error: Callable[[BaseException], None] | None = None,
     on_worker_death: Callable[[BaseException], None] | None = None,
@@ -75,7 +75,6 @@ def create_app(
     """
     from fastapi import FastAPI
 
-    settings = settings or load_settings()
     worker = InferenceWorker(settings, engine_factory or load_engine, settings.queue_size, on_load_error, on_worker_death)
     drain = Drain(window_s=settings.drain_s)
 
@@ -206,6 +205,7 @@ def run_server(settings: Settings, engine_factory: Callable[[Settings], Any] | N
 
 
 def command_serve(args: argparse.Namespace) -> int:
+    """`semif serve`: the flags over the environment's settings, read here once (this command's top floor), then handed down."""
     overrides = engine_overrides(args)
     overrides.update(host=args.host, port=args.port, queue_size=args.queue_size)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")

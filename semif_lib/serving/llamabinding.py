@@ -144,12 +144,7 @@ def stub_absent(name: str, declared: Any) -> Any:
     return absent
 
 
-def n_gpu_layers_requested() -> int:
-    """`SEMIF_N_GPU_LAYERS` as the adapter will read it (the settings object: environment and settings file)."""
-    return load_settings().n_gpu_layers
-
-
-def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
+def prepare_binding(require_backends: bool = True, *, n_gpu_layers: int) -> dict[str, Any]:
     """Check and initialise llama-cpp-python on an external libllama (see the module docstring).
 
     Does nothing special when llama-cpp-python uses its own bundled library (no `LLAMA_CPP_LIB_PATH`
@@ -190,7 +185,7 @@ def prepare_binding(require_backends: bool = True) -> dict[str, Any]:
     from ..decision.backend import require_gpu_device
 
     info["gpu_offload"] = bool(llama_cpp.llama_supports_gpu_offload())
-    require_gpu_device(n_gpu_layers_requested(), llama_cpp)
+    require_gpu_device(n_gpu_layers, llama_cpp)
     info["system_info"] = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
     return info
 
@@ -224,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "binding-for":
         return print_binding_for(argv[1:])
     try:
-        info = prepare_binding()
+        # this process's top floor: SEMIF_N_GPU_LAYERS as the adapter it serves will read it (environment and settings file)
+        info = prepare_binding(n_gpu_layers=load_settings().n_gpu_layers)
     except (BindingMismatchError, SemifError) as exc:  # SemifError: decision.backend.NoGpuDeviceError
         print(f"semif: FATAL: {exc}", file=sys.stderr, flush=True)
         return 3

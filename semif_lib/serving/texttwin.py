@@ -211,6 +211,7 @@ def run_text_server(config: TextTwinConfig) -> int:
 
 
 def command_serve_text(args: argparse.Namespace) -> int:
+    """`semif serve-text`: the settings read here once (this command's top floor), then handed down."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     config = build_text_config(load_settings(), os.environ, model=args.model, host=args.host, port=args.port,
                                n_ctx=args.n_ctx, threads=args.threads)
