@@ -5,6 +5,8 @@ import pytest
 from semif_lib.cli import main
 from semif_lib.errors import read_error
 
+from support.fake_engines import FakeWing
+
 
 @pytest.mark.model
 def test_score_writes_one_response_per_line_with_ids(tmp_path, example_requests):
@@ -83,10 +85,8 @@ def test_score_input_and_setting_errors_are_one_line_and_exit_2(tmp_path, capsys
     assert "SEMIF_MODE='warp'" in capsys.readouterr().err
 
 
-class RecordingEngine:
+class RecordingEngine(FakeWing):
     """What `open_engine` gives `semif score`, without a model: the settings it was built from, the modes it ran."""
-
-    model_id = "fake"
 
     def __init__(self, **overrides):
         from semif_lib.settings import load_settings

@@ -8,8 +8,9 @@ model, context and batch), `kvstore` (prefixes leased, spilled, restored; the KV
 (branch tokens shared once), `readout` (logits to answers), `calibrator` (applying a fitted file), `position_prior`
 (the preference for each displayed position, estimated from rotations), `conformal`
 (prediction sets and abstention, fitted and served alike), `conditioning` (`x_after`: questions conditioned on
-earlier answers), `openai_schema` (the OpenAI Decisions wire: its parser and answer builder) and `inspection`
-(`semif model inspect`: whether a GGUF's answer slots verify, before it is packaged).
+earlier answers), `openai_schema` (the OpenAI Decisions wire: its parser and answer builder), `inspection`
+(`semif model inspect`: whether a GGUF's answer slots verify, before it is packaged) and `seam` (`DecisionWing`, all
+a server's worker may ask of an engine).
 
 Doors: this wing imports only the plumbing below it, never serving, the AWS wing or measurement.
 Its doors, exactly (tests/test_architecture.py holds this list to the code): `contract`, `errors`, `jsonlines`,
