@@ -328,6 +328,6 @@ def load_settings(**overrides: object) -> Settings:
 
 
 def env_names() -> dict[str, str]:
-    """Map each setting to its environment variable, for docs and `semif env` (SageMaker's own names where it has them)."""
+    """Map each setting to its environment variable, for error messages and docs (SageMaker's own names where it has them)."""
     return {name: field.validation_alias if isinstance(field.validation_alias, str) else f"{ENV_PREFIX}{name.upper()}"
             for name, field in Settings.model_fields.items()}
