@@ -37,7 +37,7 @@ from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
 from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
-from .seam import Result, SessionHolds, Stop
+from .seam import Result, SessionHolds, Stop, mark_stopped
 
 __all__ = ["DecisionEngine", "EngineMode", "open_engine"]
 
@@ -253,22 +253,20 @@ class DecisionEngine(SessionHolds):
         self._check_open()
         if mode != "parallel" or len(requests) == 1:
             return self._score_each(requests, mode, on_done, stop)
+        done = on_done or (lambda indices, results: None)
         with self._lock:
             timings = Timings.begin()
             results: list[Result | None] = [None] * len(requests)
             prepared = self._prepare_all(requests, results, stop)
             timings.prepared = time.perf_counter()
-            if on_done is not None and len(prepared) < len(requests):
-                on_done([i for i, r in enumerate(results) if r is not None], results)
+            if len(prepared) < len(requests):
+                done([i for i, r in enumerate(results) if r is not None], results)
             for round_ in self.plan_rounds([prep for _, prep in prepared]):
                 members = [prepared[k] for k in round_.members]
-                for i, _ in members:  # between rounds: the previous round has released every lease it took
-                    if stop is not None and stop(i):
-                        results[i] = WorkStoppedError()
+                mark_stopped([i for i, _ in members], results, stop)  # between rounds: the previous one released every lease it took
                 if live := [(i, prep) for i, prep in members if results[i] is None]:
                     self._run_round(live, results, timings)
-                if on_done is not None:
-                    on_done([prepared[k][0] for k in round_.members], results)
+                done([i for i, _ in members], results)
             self._check_idle()
         return [r for r in results if r is not None]
 

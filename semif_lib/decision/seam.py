@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ..contract import CLOSE_SESSION, SESSION_HEADER
-from ..errors import EngineStateError, SemifError, SessionLimitError
+from ..errors import EngineStateError, SemifError, SessionLimitError, WorkStoppedError
 from .responses import DecisionResponse
 from .schema import DecisionRequest
 
-__all__ = ["DecisionWing", "HeldState", "OnDone", "Result", "SessionHolds", "Stop", "missing_members"]
+__all__ = ["DecisionWing", "HeldState", "OnDone", "Result", "SessionHolds", "Stop", "mark_stopped", "missing_members"]
 
 Result = DecisionResponse | SemifError
 OnDone = Callable[[list[int], list[Any]], None]  # (indices finished, the results so far): called after each round
@@ -60,6 +60,13 @@ class DecisionWing(Protocol):
 
     def close(self) -> None:
         """Free the model; the wing answers nothing after it."""
+
+
+def mark_stopped(indices: Sequence[int], results: list[Any], stop: Stop | None) -> None:
+    """Between rounds: each of `indices` whose submission has stopped gets a `WorkStoppedError` in its slot."""
+    for i in indices:
+        if stop is not None and stop(i):
+            results[i] = WorkStoppedError()
 
 
 def missing_members(engine: Any) -> list[str]:
