@@ -242,33 +242,35 @@ class DecisionEngine(SessionHolds):
                     on_done: Callable[[list[int], list[Any]], None] | None = None, stop: Stop | None = None) -> list[Result]:
         """Score several requests; in parallel mode the branches of requests in one round decode together.
 
-        A request that fails (bad input, too long) gets its error in its slot; the others still run.
-        Requests about the same state share one cached prefix. Rounds come from `planner.plan_rounds`,
-        so no decode is attempted that could not find free KV cells. `on_done(indices, results)` is
-        called as requests finish (after each round), so a server can answer them before the
-        whole batch is done. `stop(i)` is asked before each round (and each request scored alone): a request
-        whose submission stopped gets a `WorkStoppedError`, and nothing more is decoded or held for it.
-        """
+        A request that fails (bad input, too long) gets its error in its slot; the others still run. Requests about the
+        same state share one cached prefix. Rounds come from `planner.plan_rounds`, so no decode is attempted that could
+        not find free KV cells. `on_done(indices, results)` is called as requests finish (after each round), so a server
+        can answer them before the whole batch is done. `stop(i)` is asked before each round (and each request scored
+        alone): a stopped request gets a `WorkStoppedError`, and nothing more is decoded or held for it."""
         mode = mode or self.settings.mode
         self._check_open()
         if mode != "parallel" or len(requests) == 1:
             return self._score_each(requests, mode, on_done, stop)
-        done = on_done or (lambda indices, results: None)
         with self._lock:
-            timings = Timings.begin()
-            results: list[Result | None] = [None] * len(requests)
-            prepared = self._prepare_all(requests, results, stop)
-            timings.prepared = time.perf_counter()
-            if len(prepared) < len(requests):
-                done([i for i, r in enumerate(results) if r is not None], results)
-            for round_ in self.plan_rounds([prep for _, prep in prepared]):
-                members = [prepared[k] for k in round_.members]
-                mark_stopped([i for i, _ in members], results, stop)  # between rounds: the previous one released every lease it took
-                if live := [(i, prep) for i, prep in members if results[i] is None]:
-                    self._run_round(live, results, timings)
-                done([i for i, _ in members], results)
+            results = self._score_rounds(requests, on_done or (lambda indices, results: None), stop)
             self._check_idle()
         return [r for r in results if r is not None]
+
+    def _score_rounds(self, requests: Sequence[Any], done: Callable[[list[int], list[Any]], None],
+                      stop: Stop | None) -> list[Result | None]:
+        timings = Timings.begin()
+        results: list[Result | None] = [None] * len(requests)
+        prepared = self._prepare_all(requests, results, stop)
+        timings.prepared = time.perf_counter()
+        if len(prepared) < len(requests):
+            done([i for i, r in enumerate(results) if r is not None], results)
+        for round_ in self.plan_rounds([prep for _, prep in prepared]):
+            members = [prepared[k] for k in round_.members]
+            mark_stopped([i for i, _ in members], results, stop)  # between rounds: the previous one released every lease it took
+            if live := [(i, prep) for i, prep in members if results[i] is None]:
+                self._run_round(live, results, timings)
+            done([i for i, _ in members], results)
+        return results
 
     def _score_each(self, requests: Sequence[Any], mode: str, on_done: Callable[[list[int], list[Any]], None] | None,
                     stop: Stop | None = None) -> list[Result]:
