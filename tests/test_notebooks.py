@@ -26,6 +26,7 @@ opens them after the README's first command with nothing registered; the tests r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -68,11 +69,13 @@ def _code_cell(source: str, tag: str) -> object:
 
 
 def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, object] | None = None,
-                     skip_tags: tuple[str, ...] = (), setup: str = "") -> object:
+                     skip_tags: tuple[str, ...] = (), setup: str = "", shutdown: str = "graceful") -> object:
     """Run one notebook in a fresh kernel (cwd notebooks/); return the executed notebook.
 
     `parameters` (and the `setup` code) go into a cell inserted after the one tagged `parameters`;
-    cells carrying a tag in `skip_tags` are removed first.
+    cells carrying a tag in `skip_tags` are removed first. `shutdown="immediate"` kills the kernel once its last cell
+    has answered instead of asking it to exit (a second per kernel that has loaded the SageMaker SDK): for kernels that
+    leave nothing behind but files they wrote and closed (the moto walks).
     """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nb.cells = [c for c in nb.cells if not set(c.metadata.get("tags", [])) & set(skip_tags)]
@@ -83,7 +86,7 @@ def execute_notebook(name: str, env: dict[str, str], parameters: dict[str, objec
     nb.cells.insert(index + 1, _code_cell("# Parameters injected by tests/test_notebooks.py\n" + "\n".join(injected),
                                           "injected-parameters"))
     client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False,
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+                                     shutdown_kernel=shutdown, resources={"metadata": {"path": str(NOTEBOOKS)}})
     start = time.monotonic()
     try:
         client.execute(env=env)
@@ -480,6 +483,8 @@ def _check_target_line(text: str, name: str, source: str = "SEMIF_TARGET") -> No
 
 WALK = ["01_package_gguf_to_s3.ipynb", "02_deploy_text_dlc.ipynb", "03_build_adapter_image.ipynb",
         "04_deploy_decision_endpoint.ipynb", "05_score_decisions_prefix_forking.ipynb", "99_cleanup.ipynb"]
+# A walk's kernel leaves behind only the files it wrote (state, identity log), each closed: it is killed once it has answered.
+walk_notebook = functools.partial(execute_notebook, shutdown="immediate")
 
 
 @pytest.mark.notebook
@@ -505,7 +510,7 @@ def test_the_walk_with_the_standalone_policies(moto_env, monkeypatch, tmp_path):
             for purpose in ("sagemaker", "codebuild"):
                 role = _admin_client(env, "iam").get_role(RoleName=f"semif-{purpose}-{RUN_ID}")["Role"]
                 assert role["Path"] == "/semif-workshop/" and role["PermissionsBoundary"]["PermissionsBoundaryArn"] == boundary, role
-        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=MOTO_SKIPPED, setup=setup))
+        texts[name] = _outputs_text(walk_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=MOTO_SKIPPED, setup=setup))
         _check_target_line(texts[name], name)
     assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in texts[WALK[0]]
@@ -582,7 +587,7 @@ def test_the_walk_in_the_event_teams_account(moto_env, monkeypatch, tmp_path):
                 assert model["ExecutionRoleArn"] == outputs["SageMakerExecutionRoleArn"], endpoint
             project = _admin_client(env, "codebuild").batch_get_projects(names=[f"semif-adapter-build-{RUN_ID}"])["projects"][0]
             assert project["serviceRole"] == outputs["CodeBuildRoleArn"]
-        texts[name] = _outputs_text(execute_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=MOTO_SKIPPED, setup=setup))
+        texts[name] = _outputs_text(walk_notebook(name, env, SMALL_PARAMETERS.get(name), skip_tags=MOTO_SKIPPED, setup=setup))
         _check_target_line(texts[name], name, f"SEMIF_TARGET in {env['SEMIF_SETTINGS_FILE']}")
     assert "(IAM policy simulation): " in texts[WALK[0]] and " 0 denied" in texts[WALK[0]], "01's check, as the simulator answers it"
     assert "Logits give probabilities" in texts[WALK[1]] and f"fresh: {fresh_calls} calls of one question" in texts[WALK[4]]
@@ -610,7 +615,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
 
     env, identity_file = _as_identity(moto_env, monkeypatch, tmp_path, studio=True)
     setup = _kernel_setup(identity_file)
-    text_01 = _outputs_text(execute_notebook(WALK[0], env, setup=setup))
+    text_01 = _outputs_text(walk_notebook(WALK[0], env, setup=setup))
     _check_target_line(text_01, WALK[0])
     assert "(dry calls): " in text_01, "the default role may not simulate its policies: the check falls back to dry calls"
     assert ("warning: step 03 image build will stop on codebuild:BatchGetBuilds, codebuild:BatchGetProjects, iam:GetPolicy, "
@@ -618,10 +623,10 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
             "container/iam/workshop-provisioning-policy.json") in text_01
     assert "no permission to set its public access block; S3's defaults for new buckets stay in place" in text_01
     _queue_walk_results(env, WALK[1])
-    text_02 = _outputs_text(execute_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=MOTO_SKIPPED, setup=setup))
+    text_02 = _outputs_text(walk_notebook(WALK[1], env, SMALL_PARAMETERS.get(WALK[1]), skip_tags=MOTO_SKIPPED, setup=setup))
     assert "Logits give probabilities" in text_02
     with pytest.raises(CellExecutionError) as stop:
-        execute_notebook(WALK[2], env, setup=setup)
+        walk_notebook(WALK[2], env, setup=setup)
     assert stop.value.ename == "AwsPermissionError" and 'check.require(step="03")' in str(stop.value)
     line = stop.value.evalue
     role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
@@ -634,13 +639,13 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
     event_image = "111122223333.dkr.ecr.us-east-1.amazonaws.com/event-adapter@sha256:" + "0123456789abcdef" * 4  # by digest only
     prebuilt = {**env, "SEMIF_ADAPTER_IMAGE_URI": event_image}
     _queue_endpoint_result(env, DECISION_RESULT)
-    text_04 = _outputs_text(execute_notebook(WALK[3], prebuilt, setup=setup))
+    text_04 = _outputs_text(walk_notebook(WALK[3], prebuilt, setup=setup))
     assert "billing" in text_04 and "s3://" in text_04
     fresh_calls = _queue_notebook_05(env)
-    text_05 = _outputs_text(execute_notebook(WALK[4], prebuilt, SMALL_PARAMETERS.get(WALK[4]), skip_tags=MOTO_SKIPPED, setup=setup))
+    text_05 = _outputs_text(walk_notebook(WALK[4], prebuilt, SMALL_PARAMETERS.get(WALK[4]), skip_tags=MOTO_SKIPPED, setup=setup))
     assert f"fresh: {fresh_calls} calls of one question" in text_05
 
-    text_99 = _outputs_text(execute_notebook(WALK[5], env, setup=setup))
+    text_99 = _outputs_text(walk_notebook(WALK[5], env, setup=setup))
     bucket = f"semif-sagemaker-123456789012-{REGION}"
     assert f"s3_bucket {bucket}: kept, empty: no s3:DeleteBucket permission" in text_99
     for endpoint in (f"semif-text-{RUN_ID}", f"semif-decision-{RUN_ID}"):

@@ -19,7 +19,10 @@ Resource ARNs follow the services' authorization references; where AWS's choice 
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
+import importlib.util
 import json
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -348,12 +351,37 @@ def enforce_identity(identity_file: str | Path) -> IdentityEnforcer:
     patch_sessions()
     clients.reset_sessions()
     if identity.get("studio_metadata"):  # inside Studio: the notebook's own role, found by the SDK from this file
-        from sagemaker.core.helper import session_helper
-
         from semif_lib.aws import iamroles
 
-        iamroles.STUDIO_METADATA_FILE = session_helper.NOTEBOOK_METADATA_FILE = identity["studio_metadata"]
+        iamroles.STUDIO_METADATA_FILE = identity["studio_metadata"]
+        when_imported("sagemaker.core.helper.session_helper",
+                      lambda session_helper: setattr(session_helper, "NOTEBOOK_METADATA_FILE", identity["studio_metadata"]))
     return enforcer
+
+
+def when_imported(name: str, patch: Any) -> None:
+    """`patch(module)` as soon as module `name` is imported (now, if it is already): the SageMaker SDK takes seconds to
+    import, and a kernel whose notebook never uses it should not import it for the test's sake."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+        return
+
+    class PatchOnImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)  # once, and the real finders find the module
+            spec = importlib.util.find_spec(fullname)
+            execute = spec.loader.exec_module
+
+            def exec_module(module: Any) -> None:
+                execute(module)
+                patch(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, PatchOnImport())
 
 
 STUDIO_ROLE = "AmazonSageMaker-ExecutionRole-20261202T000000"  # the name and path the console gives Studio's default role

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
 
-__all__ = ["Decision", "evaluate"]
+__all__ = ["Decision", "evaluate", "for_action"]
 
 ALLOWED, EXPLICIT_DENY, IMPLICIT_DENY = "allowed", "explicitDeny", "implicitDeny"  # SimulatePrincipalPolicy's EvalDecision values
 _STRING = {"StringEquals": ("equals", False, False), "StringNotEquals": ("equals", True, False),
@@ -62,20 +62,25 @@ def _as_list(value: Any) -> list[Any]:
 
 
 @lru_cache(maxsize=4096)
-def _compiled(pattern: str, ignore_case: bool) -> re.Pattern:
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+def _compiled(patterns: tuple[str, ...], ignore_case: bool) -> re.Pattern:
+    """One regex that a value matches whole when it matches any of `patterns` (`*` and `?` as IAM reads them): a
+    statement's hundreds of actions are one match, not hundreds (an empty tuple matches nothing)."""
+    regex = "|".join("(?:" + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + ")"
+                     for pattern in patterns) or "(?!)"
     return re.compile(regex, re.DOTALL | (re.IGNORECASE if ignore_case else 0))
 
 
-def _glob(pattern: str, value: str, ignore_case: bool = False) -> bool:
-    return _compiled(pattern, ignore_case).fullmatch(value) is not None
+@lru_cache(maxsize=4096)
+def _has_variables(patterns: tuple[str, ...]) -> bool:
+    return any("${" in pattern for pattern in patterns)
 
 
-def _substitute(value: str, context: dict[str, Any]) -> str | None:
-    """`${key}` from the context (keys case-insensitive); `${*}`, `${?}`, `${$}` are the literal characters; None if unresolvable."""
+def _substitute(value: str, context: dict[str, Any], lowered: dict[str, Any] | None = None) -> str | None:
+    """`${key}` from the context (keys case-insensitive; `lowered`, its keys lowercased, if the caller has it); `${*}`,
+    `${?}`, `${$}` are the literal characters; None if unresolvable."""
     if "${" not in value:
         return value
-    lowered = {k.lower(): v for k, v in context.items()}
+    lowered = {k.lower(): v for k, v in context.items()} if lowered is None else lowered
     missing = False
 
     def one(match: re.Match) -> str:
@@ -94,11 +99,11 @@ def _substitute(value: str, context: dict[str, Any]) -> str | None:
 
 
 def _matches_any(patterns: Iterable[str], value: str, context: dict[str, Any], ignore_case: bool = False) -> bool:
-    for pattern in patterns:
-        resolved = _substitute(str(pattern), context)
-        if resolved is not None and _glob(resolved, value, ignore_case):
-            return True
-    return False
+    written = tuple(map(str, patterns))
+    if _has_variables(written):  # a pattern whose variable the context lacks matches nothing
+        lowered = {k.lower(): v for k, v in context.items()}
+        written = tuple(resolved for pattern in written if (resolved := _substitute(pattern, context, lowered)) is not None)
+    return _compiled(written, ignore_case).fullmatch(value) is not None
 
 
 def _condition_holds(operator: str, key: str, expected: Any, context: dict[str, Any]) -> bool:
@@ -133,10 +138,7 @@ def _condition_holds(operator: str, key: str, expected: Any, context: dict[str, 
 
 
 def _applies(statement: dict[str, Any], action: str, resource: str, context: dict[str, Any]) -> bool:
-    if "Action" in statement:
-        if not _matches_any(_as_list(statement["Action"]), action, {}, ignore_case=True):
-            return False
-    elif _matches_any(_as_list(statement.get("NotAction", [])), action, {}, ignore_case=True):
+    if not _names_action(statement, action):
         return False
     if "Resource" in statement:
         if not _matches_any(_as_list(statement["Resource"]), resource, context):
@@ -161,6 +163,25 @@ def _decide(policies: Iterable[dict[str, Any]], action: str, resource: str, cont
                 return Decision(EXPLICIT_DENY, name)
             allowed_by = allowed_by or name
     return Decision(ALLOWED, allowed_by) if allowed_by else Decision(IMPLICIT_DENY)
+
+
+def _names_action(statement: dict[str, Any], action: str) -> bool:
+    if "Action" in statement:
+        return _matches_any(_as_list(statement["Action"]), action, {}, ignore_case=True)
+    return not _matches_any(_as_list(statement.get("NotAction", [])), action, {}, ignore_case=True)
+
+
+def for_action(policies: Iterable[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    """`policies` cut to the statements whose Action (or NotAction) lets them apply to `action`, in order and under the
+    names they decide with: `evaluate` gives every request of that action the same decision on these as on the whole
+    policies, without matching each request's action against every statement (the operation tables evaluate an action
+    on every resource and context)."""
+    cut = []
+    for policy in policies:
+        statements = [{**statement, "Sid": statement.get("Sid") or f"statement {index}"}
+                      for index, statement in enumerate(_as_list(policy["Statement"])) if _names_action(statement, action)]
+        cut.append({**policy, "Statement": statements})
+    return cut
 
 
 def evaluate(policies: Iterable[dict[str, Any]], action: str, resource: str, context: dict[str, Any] | None = None,

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 if __name__ == "__main__":  # run as a script: the tests' folder holds `support`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from support.iam_policy import evaluate
+from support.iam_policy import evaluate, for_action
 
 ACCOUNT, REGION, FOREIGN_ACCOUNT, FOREIGN_REGION = "123456789012", "us-east-1", "210987654321", "us-west-2"
 OWN, OTHER, DOMAIN = "attendee", "attendee2", "d-workshop"
@@ -233,12 +233,13 @@ def decide_action(action: str, identity: Identity) -> tuple[str, str, str]:
         return "denied", "", ""
     prefix, name = action.split(":", 1)
     used = _used_keys(identity.policies, action)
+    policies = for_action(identity.policies, action)  # the same decisions, each request matched against fewer statements
     allowed_on, statements, foreign_hits = set(), set(), []
     for arn_format, keys in _reference(prefix, name):
         relevant = sorted({k for k in keys if k.lower() in used} | ({"iam:PassedToService"} if action == "iam:PassRole" else set()))
         for arn, foreign_resource in _instances(arn_format, identity):
             for context, foreign_value in _contexts(relevant, identity):
-                decision = evaluate(identity.policies, action, arn, {**_session(identity), **context})
+                decision = evaluate(policies, action, arn, {**_session(identity), **context})
                 if not decision.allowed:
                     continue
                 statements.add(decision.statement or "")
@@ -255,21 +256,26 @@ def decide_action(action: str, identity: Identity) -> tuple[str, str, str]:
     return "own", ",".join(sorted(allowed_on)), ",".join(sorted(statements))
 
 
-def botocore_operations(prefixes: set[str]) -> list[tuple[str, str, str]]:
-    """(IAM prefix, botocore service, operation) of every botocore service whose requests are signed for one of `prefixes`."""
+@lru_cache(maxsize=1)
+def _signed_operations() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(signing name, botocore service, its operations) for every botocore service: hundreds of JSON models, read once."""
     import botocore.session
 
     session = botocore.session.get_session()
     loader = session.get_component("data_loader")
-    wanted = {SIGNING_NAME.get(p, p): p for p in prefixes}
     found = []
     for service in session.get_available_services():
         model = loader.load_service_model(service, "service-2")
         metadata = model["metadata"]
-        signing = metadata.get("signingName") or metadata.get("endpointPrefix")
-        if signing in wanted:
-            found += [(wanted[signing], service, op) for op in model["operations"]]
-    return sorted(found)
+        found.append((metadata.get("signingName") or metadata.get("endpointPrefix"), service, tuple(model["operations"])))
+    return tuple(found)
+
+
+def botocore_operations(prefixes: set[str]) -> list[tuple[str, str, str]]:
+    """(IAM prefix, botocore service, operation) of every botocore service whose requests are signed for one of `prefixes`."""
+    wanted = {SIGNING_NAME.get(p, p): p for p in prefixes}
+    return sorted((wanted[signing], service, op) for signing, service, operations in _signed_operations() if signing in wanted
+                  for op in operations)
 
 
 def decide_identity(identity: Identity) -> list[Row]:
