@@ -243,6 +243,7 @@ def test_pieces_tokenize_like_the_whole_prompt_when_no_control_text(family_engin
 CROSS_CPU_DP = 0.05  # the README's answer read on another CPU: 0.031 seen between CI's and an AVX-512 AMD EPYC
 
 
+@pytest.mark.model  # builds its own DecisionEngine on the embedded GGUF (support/markers.py)
 def test_the_readme_example_is_the_first_request_and_its_real_answer():
     """The README's request is data/examples.jsonl line 1 as it is, and its response what the embedded model answers
     under `semif score`'s settings (the defaults, 2 threads, a cold cache: the session engine's smaller context places
