@@ -56,7 +56,7 @@ def test_semif_model_aliases_adds_names_and_star_accepts_any(monkeypatch, aliase
     from semif_lib.settings import load_settings
 
     monkeypatch.setenv("SEMIF_MODEL_ALIASES", aliases)
-    names = model_names(SimpleNamespace(model_id="fake"), load_settings())  # an engine without a file (the adapter's fakes)
+    names = model_names(SimpleNamespace(model_id="fake", model_path=None), load_settings())  # no file: model_path None
     assert all(names.refusal(n) is None for n in accepted)
     assert all(names.refusal(n) is not None for n in refused)
 
