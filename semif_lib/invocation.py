@@ -142,12 +142,10 @@ def transform_env() -> dict[str, str]:
     file, not a stranger's body, so its record cap and token budget are the settings' ceilings; the job's deadline (one
     hour a mini-batch) still stops it between rounds. The AWS wing adds it to CreateTransformJob's Environment; a server
     on this machine, which stands in for both the endpoint and the job, runs with it."""
-    from .settings import ServerSettings
+    from .limits import hard_ceiling
 
-    ceiling = {name: next(m.le for m in ServerSettings.model_fields[name].metadata if getattr(m, "le", None))
-               for name in ("max_records", "max_submission_tokens")}
-    return {"SEMIF_ACCEPT_JSONLINES": "true", "SEMIF_MAX_RECORDS": str(ceiling["max_records"]),
-            "SEMIF_MAX_SUBMISSION_TOKENS": str(ceiling["max_submission_tokens"])}
+    return {"SEMIF_ACCEPT_JSONLINES": "true", "SEMIF_MAX_RECORDS": str(hard_ceiling("max_records")),
+            "SEMIF_MAX_SUBMISSION_TOKENS": str(hard_ceiling("max_submission_tokens"))}
 
 
 # ====================================================================== stateful sessions, the client's side

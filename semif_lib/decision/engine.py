@@ -37,7 +37,7 @@ from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
 from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
-from .seam import Result, SessionHolds, Stop, mark_stopped
+from .seam import Result, SessionHolds, Stop, mark_stopped, score_each
 
 __all__ = ["DecisionEngine", "EngineMode", "open_engine"]
 
@@ -250,7 +250,7 @@ class DecisionEngine(SessionHolds):
         mode = mode or self.settings.mode
         self._check_open()
         if mode != "parallel" or len(requests) == 1:
-            return self._score_each(requests, mode, on_done, stop)
+            return score_each(self.score, requests, mode, on_done, stop)
         with self._lock:
             results = self._score_rounds(requests, on_done or (lambda indices, results: None), stop)
             self._check_idle()
@@ -271,20 +271,6 @@ class DecisionEngine(SessionHolds):
                 self._run_round(live, results, timings)
             done([i for i, _ in members], results)
         return results
-
-    def _score_each(self, requests: Sequence[Any], mode: str, on_done: Callable[[list[int], list[Any]], None] | None,
-                    stop: Stop | None = None) -> list[Result]:
-        out: list[Result] = []
-        for i, request in enumerate(requests):
-            try:
-                if stop is not None and stop(i):
-                    raise WorkStoppedError()
-                out.append(self.score(request, mode=mode))
-            except SemifError as exc:
-                out.append(exc)
-            if on_done is not None:
-                on_done([len(out) - 1], out)
-        return out
 
     def _prepare_all(self, requests: Sequence[Any], results: list[Result | None], stop: Stop | None) -> list[tuple[int, PreparedRequest]]:
         """Each request parsed and prepared; one that is refused (or stopped) gets its error in `results`."""

@@ -18,7 +18,7 @@ from ..errors import EngineStateError, SemifError, SessionLimitError, WorkStoppe
 from .responses import DecisionResponse
 from .schema import DecisionRequest
 
-__all__ = ["DecisionWing", "HeldState", "OnDone", "Result", "SessionHolds", "Stop", "mark_stopped", "missing_members"]
+__all__ = ["DecisionWing", "HeldState", "OnDone", "Result", "SessionHolds", "Stop", "mark_stopped", "missing_members", "score_each"]
 
 Result = DecisionResponse | SemifError
 OnDone = Callable[[list[int], list[Any]], None]  # (indices finished, the results so far): called after each round
@@ -60,6 +60,23 @@ class DecisionWing(Protocol):
 
     def close(self) -> None:
         """Free the model; the wing answers nothing after it."""
+
+
+def score_each(score: Callable[..., Result], requests: Sequence[Any], mode: str | None, on_done: OnDone | None,
+               stop: Stop | None) -> list[Result]:
+    """Requests scored one at a time by `score`, each reported as it finishes: a request whose submission stopped gets a
+    `WorkStoppedError`, a refusal its error, in its slot (the engine's serial and fresh batches, and a double's)."""
+    out: list[Result] = []
+    for i, request in enumerate(requests):
+        try:
+            if stop is not None and stop(i):
+                raise WorkStoppedError()
+            out.append(score(request, mode=mode))
+        except SemifError as exc:
+            out.append(exc)
+        if on_done is not None:
+            on_done([i], out)
+    return out
 
 
 def mark_stopped(indices: Sequence[int], results: list[Any], stop: Stop | None) -> None:

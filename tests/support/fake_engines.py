@@ -28,19 +28,9 @@ class FakeWing:
         raise NotImplementedError
 
     def score_batch(self, requests, mode=None, on_done=None, stop=None):
-        from semif_lib.errors import SemifError, WorkStoppedError
+        from semif_lib.decision.seam import score_each
 
-        out = []
-        for i, request in enumerate(requests):
-            try:
-                if stop is not None and stop(i):
-                    raise WorkStoppedError()
-                out.append(self.score(request, mode=mode))
-            except SemifError as exc:
-                out.append(exc)
-            if on_done is not None:
-                on_done([i], out)
-        return out
+        return score_each(self.score, requests, mode, on_done, stop)
 
     def count_prompt_tokens(self, request) -> int:
         return 1
