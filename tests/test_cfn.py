@@ -417,3 +417,25 @@ def test_a_kms_key_grants_its_use_to_every_role_a_run_creates_and_to_the_caller(
     assert set(kms_statements[0]["Action"]) == {"kms:GenerateDataKey", "kms:Decrypt", "kms:DescribeKey"}
     assert [s["Resource"] for s in preflight.caller_policy(settings)["Statement"] if s["Sid"] == "UseWorkshopKmsKey"] == [key]
     assert not [s for s in preflight.caller_policy(aws_settings)["Statement"] if s["Sid"].endswith("KmsKey")]
+
+
+def test_the_templates_user_profile_rule_is_the_run_ids():
+    """An attendee's user profile is its run id (the lifecycle script writes it as SEMIF_RUN_ID): the template's
+    UserProfileName pattern and the script's check accept exactly what `settings.run_id` accepts."""
+    from pydantic import ValidationError
+
+    from semif_lib.settings import RESERVED_RUN_IDS, AwsSettings
+
+    pattern = re.compile(load_template()["Parameters"]["UserProfileName"]["AllowedPattern"])
+    script = _lifecycle_script({})
+    checked = re.search(r"grep -Eq '(\^[^']+\$)'", script)
+    assert checked, "the script checks the profile before it writes SEMIF_RUN_ID"
+    for candidate in ["attendee", "attendee01", "abc", "a" * 13, "Attendee", "attendee-1", *RESERVED_RUN_IDS, "texts", "abcd"]:
+        try:
+            AwsSettings(run_id=candidate)
+            accepted = True
+        except ValidationError:
+            accepted = False
+        assert bool(pattern.fullmatch(candidate)) == accepted, candidate
+        if candidate not in RESERVED_RUN_IDS:  # the script leaves the reserved words to the settings' own refusal
+            assert bool(re.fullmatch(checked.group(1), candidate)) == accepted, candidate
