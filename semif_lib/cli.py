@@ -48,7 +48,7 @@ def score_lines(engine: Any, lines: Sequence[tuple[int, str]], mode: str, progre
                 raise item
             if (refusal := names.refusal(item.model)) is not None:
                 raise refusal
-            record = dump_response(engine.score(item, mode=mode), rid)
+            record = dump_response(engine.ask(item, mode=mode), rid)
         except SemifError as exc:
             record = error_record(exc, rid)
         results.append(record)

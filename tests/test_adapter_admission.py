@@ -10,6 +10,7 @@ import time
 import pytest
 
 from semif_lib.contract import KILL_AFTER_S
+from semif_lib.decision.request import ServerDefaults, resolve_request
 from semif_lib.decision.schema import parse_request
 from semif_lib.errors import ModelLoadError, ServiceBusyError
 from semif_lib.serving.runner import Drain
@@ -18,7 +19,8 @@ from semif_lib.settings import Settings
 
 from support.fake_engines import FakeWing, answer
 
-REQUEST = parse_request({"state": "s", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}})
+REQUEST = resolve_request(parse_request({"state": "s", "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}),
+                          ServerDefaults.of(Settings(_env_file=None)))
 
 
 class BatchEngine(FakeWing):
@@ -29,14 +31,14 @@ class BatchEngine(FakeWing):
         self.holding = threading.Event()
         self.batches: list[int] = []
 
-    def score(self, request, mode=None):
+    def score(self, request):
         self.holding.set()
         self.gate.wait(30)
         return answer(request)
 
-    def score_batch(self, requests, mode=None, on_done=None, stop=None):
+    def score_batch(self, requests, on_done=None, stop=None):
         if len(requests) == 1:  # one request is scored alone, as the real engine does: it waits on `gate`
-            return super().score_batch(requests, mode, on_done, stop)
+            return super().score_batch(requests, on_done, stop)
         self.batches.append(len(requests))
         out = [answer(r) for r in requests]
         if on_done is not None:
@@ -48,7 +50,7 @@ class BatchEngine(FakeWing):
 
 
 def make_submission(loop: asyncio.AbstractEventLoop) -> Submission:
-    return Submission(items=[REQUEST], mode=None, loop=loop, future=loop.create_future())
+    return Submission(items=[REQUEST], loop=loop, future=loop.create_future())
 
 
 def wait_until(condition, timeout: float = 10) -> None:

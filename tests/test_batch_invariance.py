@@ -35,11 +35,11 @@ def test_an_invariant_answer_is_the_same_bits_alone_among_twenty_reversed_cold_a
     engine = family_engine
     state, items = _workload_state()
     engine.clear_cache()
-    cold = [engine.score(_body(state, [item], True)) for item in items[:1]][0]  # the first question alone, nothing cached
-    among = engine.score(_body(state, items, True))
-    reversed_ = engine.score(_body(state, items[::-1], True))
-    engine.score(_body(state, items, None))  # a plain request puts its own (non-canonical) copy of the state in the cache
-    alone = engine.score_batch([_body(state, [item], True) for item in items[::-1]])  # each alone, cached, in a batch call
+    cold = [engine.ask(_body(state, [item], True)) for item in items[:1]][0]  # the first question alone, nothing cached
+    among = engine.ask(_body(state, items, True))
+    reversed_ = engine.ask(_body(state, items[::-1], True))
+    engine.ask(_body(state, items, None))  # a plain request puts its own (non-canonical) copy of the state in the cache
+    alone = engine.score_batch([engine.resolve(_body(state, [item], True)) for item in items[::-1]])  # each alone, cached, in a batch call
     reference = _probabilities(among)
     assert cold.usage.cached_tokens == 0 and alone[-1].usage.cached_tokens == among.timing["prefix_tokens"]
     assert np.array_equal(_probabilities(cold)[items[0][0]], reference[items[0][0]])
@@ -57,7 +57,7 @@ def test_the_default_mode_moves_answers_with_their_neighbours_and_says_how_far(f
     engine = family_engine
     state, items = _workload_state()
     engine.clear_cache()
-    among, reversed_ = (_probabilities(engine.score(_body(state, order, False))) for order in (items, items[::-1]))
+    among, reversed_ = (_probabilities(engine.ask(_body(state, order, False))) for order in (items, items[::-1]))
     deviation = max(float(np.abs(among[qid] - reversed_[qid]).max()) for qid in among)
     assert 0 < deviation < 0.1, deviation
     assert all(np.argmax(among[q]) == np.argmax(reversed_[q]) or np.ptp(np.sort(among[q])[-2:]) < 0.05 for q in among)
@@ -69,8 +69,8 @@ def test_the_server_default_makes_requests_invariant_and_one_opts_out(engine):
     plain = engine.settings
     engine.settings = plain.model_copy(update={"batch_invariant": True})
     try:
-        by_default = engine.score(_body(state, items, None))
-        opted_out = engine.score(_body(state, items, False))
+        by_default = engine.ask(_body(state, items, None))
+        opted_out = engine.ask(_body(state, items, False))
     finally:
         engine.settings = plain
     assert by_default.timing["batch_invariant"] is True and by_default.timing["mode"] == "serial"

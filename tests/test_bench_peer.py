@@ -130,12 +130,12 @@ def test_paths_are_checked_before_any_server_starts():
 def test_the_decision_path_prompt_is_what_the_engine_renders(engine, example_requests):
     """The messages sent to llama-server, through the GGUF's template, are the engine's prompt for that question."""
     from semif_lib.decision.prompt import build_messages
-    from semif_lib.decision.schema import parse_request, render_content
+    from semif_lib.decision.schema import render_content
 
     slot_only = [r for r in example_requests if all(q.get("readout", "slot") == "slot" for q in r["questions"].values())]
     assert len(slot_only) >= 4
     for request in slot_only:
-        prep = engine.prepare(parse_request(request))
+        prep = engine.prepare(engine.resolve(request))
         state_text = render_content(request["state"])
         for (plan, messages), branch in zip(peer_protocol.plan_peer_questions(request), prep.branches, strict=True):
             assert messages == build_messages(state_text, plan.block)
@@ -165,10 +165,10 @@ def llama_server(tmp_path_factory):
 def test_llama_server_renders_and_tokenizes_the_same_prompt(llama_server, engine, example_requests):
     import httpx
 
-    from semif_lib.decision.schema import parse_request, render_content
+    from semif_lib.decision.schema import render_content
 
     request = peer_protocol.decision_request(example_requests[0], "render-check")
-    prep = engine.prepare(parse_request(request))
+    prep = engine.prepare(engine.resolve(request))
     with httpx.Client(base_url=llama_server.base_url, timeout=120) as http:
         for (plan, messages), branch in zip(peer_protocol.plan_peer_questions(request), prep.branches, strict=True):
             prompt = http.post("/apply-template", json={"messages": messages}).raise_for_status().json()["prompt"]
@@ -186,7 +186,7 @@ def test_real_answers_agree_with_the_decision_path(llama_server, engine, example
     import httpx
 
     request = peer_protocol.decision_request(example_requests[2], "agree-check")  # tool (4-way choice), needs_tool (noul)
-    response = engine.score(request, mode="parallel")
+    response = engine.ask(request, mode="parallel")
     with httpx.Client(timeout=120) as http:
         chat_url = llama_server.base_url + llama_server.chat_path
         answered = peer_protocol.ask_server_logprobs(http, chat_url, peer_protocol.plan_peer_questions(request))

@@ -213,7 +213,7 @@ def client():
     from support.fake_engines import FakeWing
 
     class Engine(FakeWing):
-        def score(self, request, mode=None):
+        def score(self, request):
             from support.fake_engines import answer
 
             return answer(request)

@@ -37,18 +37,19 @@ def test_stages_follow_the_names_and_refuse_what_cannot_be_ordered():
 def test_a_conditioned_question_is_asked_with_the_answer_it_names(engine):
     """The second stage equals the question asked by hand with the given stated; its prefix comes from the cache."""
     engine.clear_cache()
-    response = engine.score({"state": STATE, "questions": {"urgent": {**URGENT, "x_after": "queue"}, "queue": QUEUE}})
+    response = engine.ask({"state": STATE, "questions": {"urgent": {**URGENT, "x_after": "queue"}, "queue": QUEUE}})
     engine.check_invariants()
     assert list(response.answers) == ["urgent", "queue"]  # the request's order, whatever the stages
     chosen = response.answers["queue"].choice
     urgent = response.answers["urgent"]
     assert urgent.model_extra["x_after"] == {"question": "queue", "answer": chosen}
     by_hand = {**URGENT, "instructions": f"Given: the answer to 'queue' is {chosen!r}.\n{URGENT['instructions']}"}
-    alone = engine.score({"state": STATE, "questions": {"urgent": by_hand}}).answers["urgent"]
+    alone = engine.ask({"state": STATE, "questions": {"urgent": by_hand}}).answers["urgent"]
     assert urgent.noul == pytest.approx(alone.noul, abs=0.02)
     stages = response.timing["waves"]  # x_timing's public name for the stages
     assert len(stages) == 2 and response.usage.cached_tokens >= stages[1]["prefix_tokens"] > 0  # stage 2 hit the prefix
-    [batched] = engine.score_batch([{"state": STATE, "questions": {"urgent": {**URGENT, "x_after": "queue"}, "queue": QUEUE}}])
+    conditioned = {"state": STATE, "questions": {"urgent": {**URGENT, "x_after": "queue"}, "queue": QUEUE}}
+    [batched] = engine.score_batch([engine.resolve(conditioned)])
     assert batched.answers["urgent"].model_extra["x_after"]["answer"] == chosen
     assert batched.answers["urgent"].noul == pytest.approx(urgent.noul, abs=0.02)
     engine.check_invariants()

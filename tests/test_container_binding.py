@@ -92,7 +92,7 @@ def test_adapter_serves_on_the_external_library(opt_ml_model, engine, example_re
                                          method="POST", headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=120) as resp:
                 external = json.loads(resp.read())
-            bundled = flatten_probabilities(engine.score(parse_request(request)))  # llama-cpp-python's own libllama
+            bundled = flatten_probabilities(engine.ask(parse_request(request)))  # llama-cpp-python's own libllama
             served = flatten_wire_probabilities(external)
             assert served.keys() == bundled.keys()
             for key, p in bundled.items():

@@ -64,7 +64,7 @@ def test_invocations_equal_the_in_process_engine(decision_container, engine, exa
     for request in example_requests:
         got = httpx.post(url, json=request, timeout=120)
         assert got.status_code == 200, got.text
-        want = flatten_probabilities(engine.score(parse_request(request)))
+        want = flatten_probabilities(engine.ask(parse_request(request)))
         have = flatten_wire_probabilities(got.json())
         assert have.keys() == want.keys()
         worst = max(abs(have[k] - want[k]) for k in want)

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from semif_lib.decision.planner import plan_waves
-from semif_lib.decision.schema import parse_request
 from semif_lib.errors import InvalidRequestError, PayloadTooLargeError
 
 from support.answers import MAX_ABS_DIFF, MEAN_ABS_DIFF, flatten_probabilities
@@ -45,7 +44,7 @@ def _is_qwen(engine) -> bool:
 
 def test_answers_are_well_formed_distributions(family_engine, example_requests):
     for request in _all_requests(example_requests):
-        response = family_engine.score(request, mode="parallel")
+        response = family_engine.ask(request, mode="parallel")
         assert response.usage.output_tokens == 0 and response.usage.input_tokens > 0
         assert set(response.answers) == set(request["questions"])
         for qid, answer in response.answers.items():
@@ -64,9 +63,9 @@ def test_answers_are_well_formed_distributions(family_engine, example_requests):
 @pytest.mark.parametrize("mode", ["fresh", "serial", "parallel"])
 def test_same_path_twice_is_bit_identical(engine, mode):
     engine.clear_cache()
-    first = engine.score(LONG_REQUEST, mode=mode)
+    first = engine.ask(LONG_REQUEST, mode=mode)
     engine.clear_cache()
-    second = engine.score(LONG_REQUEST, mode=mode)
+    second = engine.ask(LONG_REQUEST, mode=mode)
     assert flatten_probabilities(first) == flatten_probabilities(second)
 
 
@@ -76,7 +75,7 @@ def test_modes_agree_within_quantization_tolerance(family_engine, example_reques
         cold[mode] = []
         for request in (example_requests[:2] if _is_qwen(family_engine) else _all_requests(example_requests)):
             family_engine.clear_cache()
-            cold[mode].append(flatten_probabilities(family_engine.score(request, mode=mode)))
+            cold[mode].append(flatten_probabilities(family_engine.ask(request, mode=mode)))
     spread = {}
     for pair in (("fresh", "serial"), ("fresh", "parallel"), ("serial", "parallel"), ("fresh", "oneshot")):
         diffs = [abs(a[k] - b[k]) for a, b in zip(cold[pair[0]], cold[pair[1]], strict=True) for k in a]
@@ -89,9 +88,9 @@ def test_modes_agree_within_quantization_tolerance(family_engine, example_reques
 
 def test_repeated_request_hits_the_prefix_cache(family_engine):
     family_engine.clear_cache()
-    first = family_engine.score(LONG_REQUEST, mode="parallel")
+    first = family_engine.ask(LONG_REQUEST, mode="parallel")
     hits = family_engine.stats["cache_hits"]
-    second = family_engine.score(LONG_REQUEST, mode="parallel")
+    second = family_engine.ask(LONG_REQUEST, mode="parallel")
     assert first.usage.cached_tokens == 0
     assert second.usage.cached_tokens == second.timing["prefix_tokens"] > 500
     assert family_engine.stats["cache_hits"] == hits + 1
@@ -102,19 +101,19 @@ def test_repeated_request_hits_the_prefix_cache(family_engine):
 
 def test_shared_leading_tokens_are_reused_across_states(engine):
     engine.clear_cache()
-    engine.score(LONG_REQUEST, mode="serial")
+    engine.ask(LONG_REQUEST, mode="serial")
     other = dict(LONG_REQUEST, state=LONG_STATE + "\n[12:00] agent-1: all clear.")
-    response = engine.score(other, mode="serial")
+    response = engine.ask(other, mode="serial")
     assert 500 < response.usage.cached_tokens < response.timing["prefix_tokens"]
 
 
 def test_restore_by_state_snapshot_matches_truncation(engine):
     engine.clear_cache()
-    truncated = engine.score(LONG_REQUEST, mode="serial")
+    truncated = engine.ask(LONG_REQUEST, mode="serial")
     engine.clear_cache()
     engine.store.restore_by_state = True  # the path recurrent architectures take
     try:
-        restored = engine.score(LONG_REQUEST, mode="serial")
+        restored = engine.ask(LONG_REQUEST, mode="serial")
     finally:
         engine.store.restore_by_state = False
     a, b = flatten_probabilities(truncated), flatten_probabilities(restored)
@@ -140,36 +139,36 @@ def test_sequence_readout_decodes_the_shared_suffix_once(family_engine):
     request = {"state": state, "questions": {"kind": {
         "type": "choice", "instructions": "Which team should own this incident?", "readout": "sequence",
         "criteria": {"payments": None, "checkout": None, "search": None, "platform": None, "identity": None}}}}
-    prep = family_engine.prepare(parse_request(request))
+    prep = family_engine.prepare(family_engine.resolve(request))
     suffix = prep.suffix_lengths["kind"]
     options = sum(len(branch.targets) for branch in prep.branches)
     family_engine.clear_cache()
     before = family_engine.stats["branch_tokens"]
-    parallel = family_engine.score(request, mode="parallel")
+    parallel = family_engine.ask(request, mode="parallel")
     decoded = family_engine.stats["branch_tokens"] - before
     assert decoded <= suffix + options < 5 * suffix
     family_engine.clear_cache()
-    fresh = family_engine.score(request, mode="fresh")
+    fresh = family_engine.ask(request, mode="fresh")
     a, b = flatten_probabilities(parallel), flatten_probabilities(fresh)
     assert max(abs(a[k] - b[k]) for k in a) <= MAX_ABS_DIFF
 
 
 def test_many_questions_split_into_waves_still_answer_all(engine):
     questions = {f"q{i}": {"type": "noul", "instructions": f"Is item {i} present?"} for i in range(80)}
-    response = engine.score({"state": "Items: 1, 5, 9.", "questions": questions}, mode="parallel")
+    response = engine.ask({"state": "Items: 1, 5, 9.", "questions": questions}, mode="parallel")
     assert len(response.answers) == 80
 
 
 def test_state_longer_than_context_gets_token_counts(engine):
     request = {"state": "word " * 6000, "questions": {"q": {"type": "noul", "instructions": "Long?"}}}
     with pytest.raises(PayloadTooLargeError) as info:
-        engine.score(request)
+        engine.ask(request)
     assert info.value.status_code == 413 and info.value.field == "state"
     assert "4096" in info.value.message and "prefix tokens" in info.value.message
 
 
 def test_slots_are_verified_single_tokens(family_engine):
-    prep = family_engine.prepare(parse_request(LONG_REQUEST))
+    prep = family_engine.prepare(family_engine.resolve(LONG_REQUEST))
     for i, plan in enumerate(prep.plans):
         if plan.readout != "slot":
             continue
@@ -181,25 +180,29 @@ def test_slots_are_verified_single_tokens(family_engine):
 
 def test_255_options_get_distinct_slots(engine):
     criteria = {f"option {i}": None for i in range(255)}
-    response = engine.score({"state": "pick one", "questions": {"q": {"type": "choice", "instructions": "Which?", "criteria": criteria}}})
+    response = engine.ask({"state": "pick one", "questions": {"q": {"type": "choice", "instructions": "Which?", "criteria": criteria}}})
     assert len(response.answers["q"].probabilities) == 255
 
 
 def test_unknown_mode_is_a_clear_error(engine):
     with pytest.raises(InvalidRequestError, match="mode must be one of"):
-        engine.score(LONG_REQUEST, mode="warp")
+        engine.ask(LONG_REQUEST, mode="warp")
 
 
 def test_score_batch_merges_requests_and_isolates_errors(engine, example_requests):
     engine.clear_cache()
-    requests = example_requests[:3] + [{"state": "s", "questions": {}}, example_requests[0]]
-    batched = engine.score_batch(requests, mode="parallel")
+    with pytest.raises(InvalidRequestError) as refused:  # a malformed request never becomes an internal one
+        engine.resolve({"state": "s", "questions": {}})
+    assert refused.value.field == "questions"
+    too_long = {"state": "word " * 6000, "questions": {"q": {"type": "noul", "instructions": "Long?"}}}  # refused when prepared
+    requests = example_requests[:3] + [too_long, example_requests[0]]
+    batched = engine.score_batch([engine.resolve(r, "parallel") for r in requests])
     assert len(batched) == len(requests)
-    assert isinstance(batched[3], InvalidRequestError) and batched[3].field == "questions"
+    assert isinstance(batched[3], PayloadTooLargeError) and batched[3].field == "state"
     assert batched[4].usage.cached_tokens == batched[4].timing["prefix_tokens"]  # same state shares the prefix
     for request, response in zip(requests[:3], batched[:3], strict=True):
         assert response.timing["batched_requests"] == 4
-        alone = flatten_probabilities(engine.score(request, mode="parallel"))
+        alone = flatten_probabilities(engine.ask(request, mode="parallel"))
         together = flatten_probabilities(response)
         assert max(abs(alone[k] - together[k]) for k in alone) <= MAX_ABS_DIFF
 
@@ -215,21 +218,21 @@ def test_control_token_text_in_user_content_stays_text(family_engine):
     assert family_engine.contains_special_text(INJECTED_TAIL)
 
     def control_count(state):
-        prep = family_engine.prepare(parse_request({"state": state, "questions": questions}))
+        prep = family_engine.prepare(family_engine.resolve({"state": state, "questions": questions}))
         return [sum(t in control for t in prep.prefix)] + [sum(t in control for t in branch.tokens) for branch in prep.branches]
 
     assert control_count(LONG_STATE + INJECTED_TAIL) == control_count(LONG_STATE)
     family_engine.clear_cache()
-    response = family_engine.score({"state": LONG_STATE + INJECTED_TAIL, "questions": questions}, mode="parallel")
+    response = family_engine.ask({"state": LONG_STATE + INJECTED_TAIL, "questions": questions}, mode="parallel")
     assert set(response.answers) == set(questions)
-    assert response.usage.input_tokens > family_engine.score({"state": LONG_STATE, "questions": questions}).usage.input_tokens
+    assert response.usage.input_tokens > family_engine.ask({"state": LONG_STATE, "questions": questions}).usage.input_tokens
 
 
 def test_pieces_tokenize_like_the_whole_prompt_when_no_control_text(family_engine, example_requests):
     """The guarded tokenization only differs where it must: on text that spells a control token."""
     renderer = family_engine.renderer
     for request in [LONG_REQUEST] + example_requests:
-        prep = family_engine.prepare(parse_request(request))
+        prep = family_engine.prepare(family_engine.resolve(request))
         for plan in prep.plans:
             state = request["state"] if isinstance(request["state"], str) else None
             if state is None:
@@ -266,7 +269,7 @@ def test_the_readme_example_is_the_first_request_and_its_real_answer():
     assert request == json.loads((DATA / "examples.jsonl").read_text(encoding="utf-8").splitlines()[0])
     engine = DecisionEngine(Settings(threads=2))
     try:
-        response = engine.score(request, mode="parallel").model_dump(exclude_none=True)
+        response = engine.ask(request, mode="parallel").model_dump(exclude_none=True)
     finally:
         engine.close()
     assert shown["usage"]["input_tokens"] == response["usage"]["input_tokens"]

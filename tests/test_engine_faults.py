@@ -8,7 +8,6 @@ import random
 
 import pytest
 
-from semif_lib.decision.schema import parse_request
 from semif_lib.errors import DecodeError, PayloadTooLargeError
 
 from support.answers import MAX_ABS_DIFF, flatten_probabilities
@@ -71,13 +70,13 @@ def test_a_failed_decode_at_any_point_leaves_the_books_balanced(faulty, mode):
     req = request(1, lines=6)
     faulty.plan.calls = set()
     faulty.clear_cache()
-    clean = faulty.score(req, mode=mode)
+    clean = faulty.ask(req, mode=mode)
     failures = 0
     for offset in range(1, 40):
         faulty.clear_cache()
         fail_at(faulty, offset)
         try:
-            response = faulty.score(req, mode=mode)
+            response = faulty.ask(req, mode=mode)
         except DecodeError as exc:
             failures += 1
             assert exc.status_code == 503 and "retry" in exc.message
@@ -90,20 +89,20 @@ def test_a_failed_decode_at_any_point_leaves_the_books_balanced(faulty, mode):
         pytest.fail("the request never finished within 40 decodes")
     assert failures >= 1
     faulty.plan.calls = set()
-    assert_close(faulty.score(req, mode=mode), clean)
+    assert_close(faulty.ask(req, mode=mode), clean)
 
 
 def test_a_fault_on_a_cached_prefix_keeps_the_prefix_usable(faulty):
     faulty.plan.calls = set()
     faulty.clear_cache()
     req = request(2, lines=6)
-    first = faulty.score(req, mode="parallel")
+    first = faulty.ask(req, mode="parallel")
     for mode in ("parallel", "serial"):
         fail_at(faulty, 1)  # the first branch decode of a request whose prefix is cached
         with pytest.raises(DecodeError):
-            faulty.score(req, mode=mode)
+            faulty.ask(req, mode=mode)
         faulty.check_invariants()
-    again = faulty.score(req, mode="parallel")
+    again = faulty.ask(req, mode="parallel")
     assert again.usage.cached_tokens in (0, again.timing["prefix_tokens"])  # a stale serial prefix was evicted, never reused
     assert_close(again, first)
     faulty.check_invariants()
@@ -114,17 +113,17 @@ def test_batches_over_the_context_are_admitted_in_rounds(faulty):
     faulty.plan.calls = set()
     faulty.clear_cache()
     reqs = [request(10 + k, lines=12) for k in range(4)]
-    preps = [faulty.prepare(parse_request(r)) for r in reqs]
+    preps = [faulty.prepare(faulty.resolve(r)) for r in reqs]
     assert sum(len(p.prefix) for p in preps) > faulty.n_ctx, "the workload must over-commit the context"
     assert len(faulty.plan_rounds(preps)) > 1
     free_before = faulty.store.free_seqs + len(faulty.cache.resident())
-    out = faulty.score_batch(reqs, mode="parallel")
+    out = faulty.score_batch([faulty.resolve(r, "parallel") for r in reqs])
     assert all(not isinstance(r, Exception) for r in out), out
     faulty.check_invariants()
     assert faulty.store.free_seqs + len(faulty.cache.resident()) == free_before
     for r, single in zip(out, reqs, strict=True):
         faulty.clear_cache()
-        assert_close(r, faulty.score(single, mode="parallel"))
+        assert_close(r, faulty.ask(single, mode="parallel"))
 
 
 def test_random_faults_across_modes_and_batches(faulty):
@@ -133,19 +132,19 @@ def test_random_faults_across_modes_and_batches(faulty):
     faulty.plan.calls = set()
     faulty.clear_cache()
     reqs = [request(20 + k, lines=rng.choice((2, 4, 6))) for k in range(6)]
-    clean = [faulty.score(r, mode="fresh") for r in reqs]
+    clean = [faulty.ask(r, mode="fresh") for r in reqs]
     errors = 0
     for step in range(30):
         fail_at(faulty, rng.randint(1, 6))
         picks = rng.sample(range(len(reqs)), rng.choice((1, 3)))
         mode = rng.choice(("fresh", "serial", "parallel"))
         if len(picks) > 1 and mode == "parallel":
-            results = faulty.score_batch([reqs[k] for k in picks], mode="parallel")
+            results = faulty.score_batch([faulty.resolve(reqs[k], "parallel") for k in picks])
         else:
             results = []
             for k in picks:
                 try:
-                    results.append(faulty.score(reqs[k], mode=mode))
+                    results.append(faulty.ask(reqs[k], mode=mode))
                 except DecodeError as exc:
                     results.append(exc)
         for k, res in zip(picks, results, strict=True):
@@ -157,7 +156,7 @@ def test_random_faults_across_modes_and_batches(faulty):
     assert errors >= 5
     faulty.plan.calls = set()
     for k in range(20):
-        assert_close(faulty.score(reqs[k % len(reqs)], mode="parallel"), clean[k % len(reqs)])
+        assert_close(faulty.ask(reqs[k % len(reqs)], mode="parallel"), clean[k % len(reqs)])
     faulty.check_invariants()
 
 
@@ -167,7 +166,7 @@ def test_nested_prefixes_reuse_the_exact_entry_and_leak_nothing(faulty):
     prompt layout decides when two requests' shared prefixes nest."""
     faulty.plan.calls = set()
     faulty.clear_cache()
-    short = faulty.prepare(parse_request({"state": make_state(40, 8), "questions": QUESTIONS})).prefix
+    short = faulty.prepare(faulty.resolve({"state": make_state(40, 8), "questions": QUESTIONS})).prefix
     longer = short + faulty.tokenize(" and then the same state went on for a while")
     seqs = faulty.store.free_seqs + len(faulty.cache.resident())
     for k in range(20):
@@ -177,7 +176,7 @@ def test_nested_prefixes_reuse_the_exact_entry_and_leak_nothing(faulty):
         assert faulty.store.free_seqs + len(faulty.cache.resident()) == seqs
         if k % 4 in (2, 3):  # P was acquired just before: an exact hit, not another copy
             assert lease.cached == len(short)
-    response = faulty.score({"state": make_state(40, 8), "questions": QUESTIONS}, mode="parallel")
+    response = faulty.ask({"state": make_state(40, 8), "questions": QUESTIONS}, mode="parallel")
     assert response.usage.cached_tokens == response.timing["prefix_tokens"]
     faulty.check_invariants()
 
@@ -185,7 +184,7 @@ def test_nested_prefixes_reuse_the_exact_entry_and_leak_nothing(faulty):
 def test_work_limits_are_413s_naming_the_limit(faulty):
     many = {f"q{i}": {"type": "noul", "instructions": f"Is fact {i} true?"} for i in range(130)}
     with pytest.raises(PayloadTooLargeError) as info:
-        faulty.score({"state": "s", "questions": many})
+        faulty.ask({"state": "s", "questions": many})
     assert info.value.field == "questions" and "130" in info.value.message and "SEMIF_MAX_QUESTIONS" in info.value.message
     options = {f"option number {i}": None for i in range(40)}
     seq = {"q": {"type": "choice", "instructions": "Which?", "criteria": options, "readout": "sequence"}}
@@ -193,11 +192,11 @@ def test_work_limits_are_413s_naming_the_limit(faulty):
     faulty.settings = settings.model_copy(update={"max_branch_tokens": 100, "max_options": 30})
     try:
         with pytest.raises(PayloadTooLargeError) as info:
-            faulty.score({"state": "s", "questions": seq})
+            faulty.ask({"state": "s", "questions": seq})
         assert info.value.field == "questions.q.criteria" and "SEMIF_MAX_OPTIONS" in info.value.message
         faulty.settings = settings.model_copy(update={"max_branch_tokens": 100})
         with pytest.raises(PayloadTooLargeError) as info:
-            faulty.score({"state": "s", "questions": seq})
+            faulty.ask({"state": "s", "questions": seq})
         assert info.value.field == "questions" and "SEMIF_MAX_BRANCH_TOKENS" in info.value.message
     finally:
         faulty.settings = settings
@@ -209,8 +208,8 @@ def test_a_full_cache_still_admits_new_states(faulty):
     faulty.plan.calls = set()
     faulty.clear_cache()
     for k in range(4):  # each prefix is about a third of the 512-token budget: the cache overflows
-        faulty.score(request(60 + k, lines=6), mode="parallel")
-    again = faulty.score(request(63, lines=6), mode="parallel")
+        faulty.ask(request(60 + k, lines=6), mode="parallel")
+    again = faulty.ask(request(63, lines=6), mode="parallel")
     assert again.usage.cached_tokens == again.timing["prefix_tokens"]
     assert faulty.cache.used_tokens <= faulty.cache.budget_tokens
     faulty.check_invariants()
@@ -222,7 +221,7 @@ def test_a_closed_engine_refuses_work_with_an_error(settings):
 
     engine = DecisionEngine(settings.model_copy(update={"n_ctx": 512}))
     engine.close()
-    for call in (lambda: engine.score(request(1, lines=1)), lambda: engine.score_batch([request(1, lines=1)] * 2)):
+    for call in (lambda: engine.ask(request(1, lines=1)), lambda: engine.score_batch([engine.resolve(request(1, lines=1))] * 2)):
         with pytest.raises(ModelLoadError, match="closed"):
             call()
 
@@ -232,12 +231,12 @@ def test_cached_prefixes_wait_in_host_memory_and_come_back(faulty):
     faulty.plan.calls = set()
     faulty.clear_cache()
     req = request(70, lines=6)
-    first = faulty.score(req, mode="parallel")
+    first = faulty.ask(req, mode="parallel")
     assert len(faulty.cache) == 1 and not faulty.cache.resident() and faulty.cache.resident_tokens == 0
     assert all(faulty.backend.seq_span(s)[1] == -1 for s in range(faulty.n_seq_max))
     restores = faulty.stats["restores"]
-    second = faulty.score(req, mode="parallel")
-    third = faulty.score(req, mode="serial")
+    second = faulty.ask(req, mode="parallel")
+    third = faulty.ask(req, mode="serial")
     assert faulty.stats["restores"] == restores + 2
     assert second.usage.cached_tokens == third.usage.cached_tokens == second.timing["prefix_tokens"]
     assert_close(second, first)
@@ -250,7 +249,7 @@ def test_a_failed_restore_prefills_again_and_leaks_nothing(faulty, monkeypatch):
     faulty.plan.calls = set()
     faulty.clear_cache()
     req, longer = request(71, lines=6), request(71, lines=7)  # the longer state shares the first one's lines
-    first, first_longer = faulty.score(req, mode="parallel"), faulty.score(longer, mode="parallel")
+    first, first_longer = faulty.ask(req, mode="parallel"), faulty.ask(longer, mode="parallel")
     real = faulty.backend.lib.llama_state_seq_set_data
 
     def refuse(ctx, buf, size, seq):  # runs, then reports failure: the cells it wrote must still be released
@@ -258,15 +257,15 @@ def test_a_failed_restore_prefills_again_and_leaks_nothing(faulty, monkeypatch):
         return 0
 
     faulty.clear_cache()
-    faulty.score(req, mode="parallel")
+    faulty.ask(req, mode="parallel")
     monkeypatch.setattr(faulty.backend.lib, "llama_state_seq_set_data", refuse)
     for r, clean in ((longer, first_longer), (req, first)):  # partial hit on req's prefix, then an exact hit
-        again = faulty.score(r, mode="parallel")
+        again = faulty.ask(r, mode="parallel")
         assert again.usage.cached_tokens == 0
         assert_close(again, clean)
         faulty.check_invariants()
     monkeypatch.undo()
-    third = faulty.score(req, mode="parallel")
+    third = faulty.ask(req, mode="parallel")
     assert third.usage.cached_tokens == third.timing["prefix_tokens"]
     faulty.check_invariants()
 
@@ -279,15 +278,15 @@ def test_with_spilling_off_prefixes_stay_resident(faulty):
     try:
         faulty.clear_cache()
         req = request(72, lines=6)
-        first = faulty.score(req, mode="parallel")
+        first = faulty.ask(req, mode="parallel")
         assert [len(e) for e in faulty.cache.resident()] == [first.timing["prefix_tokens"]]
         restores = faulty.stats["restores"]
-        again = faulty.score(req, mode="parallel")
+        again = faulty.ask(req, mode="parallel")
         assert again.usage.cached_tokens == again.timing["prefix_tokens"] and faulty.stats["restores"] == restores
         assert_close(again, first)
         faulty.check_invariants()
         for k in range(4):  # over the budget, the least recently used prefix goes
-            faulty.score(request(73 + k, lines=6), mode="parallel")
+            faulty.ask(request(73 + k, lines=6), mode="parallel")
         assert faulty.cache.used_tokens <= faulty.cache.budget_tokens
         faulty.check_invariants()
     finally:
@@ -299,9 +298,9 @@ def test_with_spilling_off_prefixes_stay_resident(faulty):
 def test_rounds_merge_requests_only_while_their_branches_share_a_micro_batch(faulty):
     """Merging requests whose branches already fill a micro-batch saves no pass over the weights and widens
     every decode's attention with the other prefixes: such requests get rounds of their own."""
-    small = [faulty.prepare(parse_request(request(80 + k, lines=1, questions={"paid": QUESTIONS["paid"]}))) for k in range(4)]
+    small = [faulty.prepare(faulty.resolve(request(80 + k, lines=1, questions={"paid": QUESTIONS["paid"]}))) for k in range(4)]
     many = {f"q{i}": {"type": "noul", "instructions": f"Was service {i} mentioned as degraded in any line?"} for i in range(30)}
-    large = [faulty.prepare(parse_request(request(90 + k, lines=1, questions=many))) for k in range(2)]
+    large = [faulty.prepare(faulty.resolve(request(90 + k, lines=1, questions=many))) for k in range(2)]
     tokens = [sum(len(j.tokens) for j in p.branches) for p in small + large]
     assert sum(tokens[:4]) <= faulty.settings.n_ubatch < min(tokens[4:]), tokens
     def rounds(preps):
@@ -311,7 +310,8 @@ def test_rounds_merge_requests_only_while_their_branches_share_a_micro_batch(fau
     assert rounds(large) == [[0], [1]]
     assert rounds(small[:1] + large + small[1:]) == [[0], [1], [2], [3, 4, 5]]
     seen: list[list[int]] = []
-    out = faulty.score_batch([request(90, lines=1, questions=many), request(80, lines=1, questions={"paid": QUESTIONS["paid"]})],
-                             mode="parallel", on_done=lambda done, results: seen.append([i for i in done if results[i] is not None]))
+    out = faulty.score_batch([faulty.resolve(r, "parallel") for r in (request(90, lines=1, questions=many),
+                                                                      request(80, lines=1, questions={"paid": QUESTIONS["paid"]}))],
+                             on_done=lambda done, results: seen.append([i for i in done if results[i] is not None]))
     assert seen == [[0], [1]] and all(r.timing["batched_requests"] == 1 for r in out)
     faulty.check_invariants()

@@ -170,7 +170,7 @@ def test_semif_eval_on_a_small_subset_with_the_real_model(tmp_path, capsys):
     settings = Settings(n_ctx=2048, threads=1, calibration=cal_path, model_dir=tmp_path)
     with DecisionEngine(settings) as engine:
         request = json.loads(lines[0])
-        answer = engine.score(request).answers["queue"]
+        answer = engine.ask(request).answers["queue"]
     assert set(answer.x_raw_probabilities) == set(answer.probabilities)
     assert answer.x_calibrated is False and answer.x_temperature == 1.0  # nothing kept, so nothing applied
     assert answer.probabilities == pytest.approx(answer.x_raw_probabilities)

@@ -72,7 +72,7 @@ def test_a_limit_without_a_ceiling_says_what_to_do():
 
 
 class AnsweringEngine(FakeWing):
-    def score(self, request, mode=None):
+    def score(self, request):
         from support.fake_engines import answer
 
         return answer(request)

@@ -202,7 +202,7 @@ def test_read_slots_shows_what_the_answer_is_made_of(engine, example_requests):
     request = example_requests[0]
     readings = notebook.read_slots(engine, request)
     assert [r.question for r in readings] == list(request["questions"])
-    plain = read_response(engine.score(request))["answers"]
+    plain = read_response(engine.ask(request))["answers"]
     for reading in readings:
         assert reading.prompt_tail.rstrip().endswith("assistant"), reading.prompt_tail[-80:]
         assert len(set(reading.token_ids)) == len(reading.keys) == len(reading.logits)

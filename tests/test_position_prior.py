@@ -78,7 +78,7 @@ def _estimate_on_other_questions(engine) -> dict[int, list[float]]:
     samples = []
     for q in calibration:
         questions = {f"q@{k}": {**q, "criteria": rotate_criteria(q["criteria"], k), "x_debias": "none"} for k in range(4)}
-        answers = engine.score({"state": CALIBRATION_STATE, "questions": questions}).answers
+        answers = engine.ask({"state": CALIBRATION_STATE, "questions": questions}).answers
         samples.append([list(answers[f"q@{k}"].probabilities.values()) for k in range(4)])
     return estimate_position_priors({4: samples})
 
@@ -89,9 +89,9 @@ def test_the_prior_moves_an_unseen_question_off_the_favoured_position(family_eng
     engine = family_engine
     blank = {name: "a room" for name in ("north", "south", "east", "west")}
     priors = _estimate_on_other_questions(engine)
-    plain = engine.score({"state": STATE, "questions": {"q": _choice(blank, "Which room is meant?")}})
+    plain = engine.ask({"state": STATE, "questions": {"q": _choice(blank, "Which room is meant?")}})
     with position_priors(engine, priors):
-        debiased = engine.score({"state": STATE, "questions": {"q": _choice(blank, "Which room is meant?", x_debias="prior")}})
+        debiased = engine.ask({"state": STATE, "questions": {"q": _choice(blank, "Which room is meant?", x_debias="prior")}})
     before, after = plain.answers["q"], debiased.answers["q"]
     favoured = max(before.probabilities, key=before.probabilities.get)
     spread = lambda a: max(a.probabilities.values()) - min(a.probabilities.values())
@@ -107,16 +107,16 @@ def test_a_prior_the_file_lacks_is_a_400_when_asked_and_named_when_defaulted(eng
 
     three = _choice({"a": None, "b": None, "c": None})
     with pytest.raises(SemifError) as missing:
-        engine.score({"state": STATE, "questions": {"q": {**three, "x_debias": "prior"}}})
+        engine.ask({"state": STATE, "questions": {"q": {**three, "x_debias": "prior"}}})
     assert missing.value.status_code == 400 and missing.value.field == "questions.q.x_debias"
     assert "no position prior is loaded" in str(missing.value)
     with position_priors(engine, {4: [0.4, 0.3, 0.2, 0.1]}):
         with pytest.raises(SemifError, match=r"priors for \[4\] options"):
-            engine.score({"state": STATE, "questions": {"q": {**three, "x_debias": "prior"}}})
+            engine.ask({"state": STATE, "questions": {"q": {**three, "x_debias": "prior"}}})
         before = engine.settings
         engine.settings = before.model_copy(update={"default_debias": "prior"})  # a server default, not the request's ask
         try:
-            answer = engine.score({"state": STATE, "questions": {"q": three}}).answers["q"]
+            answer = engine.ask({"state": STATE, "questions": {"q": three}}).answers["q"]
         finally:
             engine.settings = before
     assert answer.model_extra["x_debias"] == "none" and "no position prior for 3 options" in answer.model_extra["x_debias_missing"]

@@ -41,13 +41,13 @@ def _decode_by_hand(engine, tokens: list[int], lead: int) -> tuple[np.ndarray, n
 
 def test_a_model_that_leads_with_bold_gets_its_option_mass_back(qwen_engine):
     engine = qwen_engine
-    plain = engine.score(_body(False), mode="fresh").answers["refund"]
-    read = engine.score(_body(True), mode="fresh").answers["refund"]
+    plain = engine.ask(_body(False), mode="fresh").answers["refund"]
+    read = engine.ask(_body(True), mode="fresh").answers["refund"]
     extra = read.model_extra
     assert extra["x_preamble_token"] == "**" and extra["x_preamble_used"] is True and extra["x_preamble_mass"] > 0.2
     assert read.option_mass > plain.option_mass + 0.2 and read.option_mass > 0.9
     # by hand: P(o) + P(**) P(o | **), renormalised over the options
-    prep = engine.prepare(parse_request(_body(False)))
+    prep = engine.prepare(engine.resolve(_body(False)))
     branch = next(b for b in prep.branches if prep.plans[b.plan_index].qid == "refund")
     slots = prep.slot_tokens[branch.plan_index]
     bold = engine.backend.tokenize("**")
@@ -62,16 +62,16 @@ def test_a_model_that_leads_with_bold_gets_its_option_mass_back(qwen_engine):
 @pytest.mark.parametrize("mode", ["parallel", "serial", "fresh"])
 def test_every_mode_reads_the_preamble_alike(qwen_engine, mode):
     engine = qwen_engine
-    reference = engine.score(_body(True), mode="fresh").answers["refund"]
-    got = engine.score(_body(True), mode=mode).answers["refund"]
+    reference = engine.ask(_body(True), mode="fresh").answers["refund"]
+    got = engine.ask(_body(True), mode=mode).answers["refund"]
     assert got.model_extra["x_preamble_used"] is True
     assert got.probabilities["true"] == pytest.approx(reference.probabilities["true"], abs=0.05)
     engine.check_invariants()
 
 
 def test_a_lead_in_the_options_do_not_follow_leaves_the_plain_answer_bit_for_bit(engine):
-    plain = engine.score(_body(False, "Is the customer asking for a refund?"))
-    read = engine.score(_body(True, "Is the customer asking for a refund?"))
+    plain = engine.ask(_body(False, "Is the customer asking for a refund?"))
+    read = engine.ask(_body(True, "Is the customer asking for a refund?"))
     for qid, answer in read.answers.items():
         assert answer.model_extra["x_preamble_used"] is False, qid
         assert answer.probabilities == plain.answers[qid].probabilities and answer.option_mass == plain.answers[qid].option_mass
@@ -85,8 +85,8 @@ def test_the_server_default_reads_preambles_and_a_request_opts_out(qwen_engine):
     plain = engine.settings
     engine.settings = plain.model_copy(update={"preamble_readout": True})  # the setter hands them to the preparer too
     try:
-        by_default = engine.score(_body(None)).answers["refund"]
-        opted_out = engine.score(_body(False)).answers["refund"]
+        by_default = engine.ask(_body(None)).answers["refund"]
+        opted_out = engine.ask(_body(False)).answers["refund"]
     finally:
         engine.settings = plain
     assert by_default.model_extra["x_preamble_used"] is True and "x_preamble_used" not in opted_out.model_extra

@@ -27,11 +27,11 @@ def _rotated(criteria, shift):
 
 def test_rotations_on_one_prefix_average_the_orders_scored_apart(engine):
     """The debiased answer is the mean of the four orders, each as if sent alone (within llama.cpp's tolerance)."""
-    debiased = engine.score({"state": STATE, "questions": {"queue": _choice(OPTIONS, x_debias="rotations")}})
+    debiased = engine.ask({"state": STATE, "questions": {"queue": _choice(OPTIONS, x_debias="rotations")}})
     engine.check_invariants()
     answer = debiased.answers["queue"]
     extra = answer.model_extra or {}
-    apart = [engine.score({"state": STATE, "questions": {"queue": _choice(_rotated(OPTIONS, k))}}).answers["queue"] for k in range(4)]
+    apart = [engine.ask({"state": STATE, "questions": {"queue": _choice(_rotated(OPTIONS, k))}}).answers["queue"] for k in range(4)]
     for name in OPTIONS:
         mean = np.mean([a.probabilities[name] for a in apart])
         assert answer.probabilities[name] == pytest.approx(mean, abs=0.02)
@@ -43,9 +43,8 @@ def test_rotations_on_one_prefix_average_the_orders_scored_apart(engine):
     dumped = debiased.model_dump(mode="json", by_alias=True)
     assert dumped["answers"]["queue"]["x_debias"] == "rotations"
     # The four branches share the question's stem in the token tree: decoded once, not once per order.
-    from semif_lib.decision.schema import parse_request
 
-    branches = [branch.tokens for branch in engine.prepare(parse_request({"state": STATE, "questions": {
+    branches = [branch.tokens for branch in engine.prepare(engine.resolve({"state": STATE, "questions": {
         "queue": _choice(OPTIONS, x_debias="rotations")}})).branches]
     stem = next(i for i in range(min(map(len, branches))) if len({tokens[i] for tokens in branches}) > 1)
     assert stem > 5 and debiased.timing["branch_tokens"] == sum(map(len, branches)) - 3 * stem
@@ -54,8 +53,8 @@ def test_rotations_on_one_prefix_average_the_orders_scored_apart(engine):
 def test_rotations_move_a_position_bias_off_the_answer(engine):
     """Options that say nothing apart: the plain answer follows a position, the rotated one spreads evenly."""
     blank = {name: "a team" for name in ("north", "south", "east", "west")}
-    plain = engine.score({"state": STATE, "questions": {"q": _choice(blank)}}).answers["q"]
-    rotated = engine.score({"state": STATE, "questions": {"q": _choice(blank, x_debias="rotations")}}).answers["q"]
+    plain = engine.ask({"state": STATE, "questions": {"q": _choice(blank)}}).answers["q"]
+    rotated = engine.ask({"state": STATE, "questions": {"q": _choice(blank, x_debias="rotations")}}).answers["q"]
     votes = rotated.model_extra["x_rotation_choices"]
     positions = [list(_rotated(blank, k)).index(v) for k, v in enumerate(votes)]
     assert len(set(positions)) == 1, positions  # every order's answer sits at the same position...
@@ -69,11 +68,11 @@ def test_rotations_are_validated_and_counted_as_branches(engine):
     from semif_lib.errors import SemifError
 
     with pytest.raises(SemifError) as bad:
-        engine.score({"state": STATE, "questions": {"q": _choice(OPTIONS, x_debias="rotations", x_rotations=MAX_ROTATIONS + 1)}})
+        engine.ask({"state": STATE, "questions": {"q": _choice(OPTIONS, x_debias="rotations", x_rotations=MAX_ROTATIONS + 1)}})
     assert bad.value.status_code == 422 and "x_rotations" in str(bad.value)  # a validation error, as Jev shapes it
     with pytest.raises(SemifError):
-        engine.score({"state": STATE, "questions": {"q": _choice(OPTIONS, x_debias="shuffle")}})
-    two = engine.score({"state": STATE, "questions": {"q": _choice({"yes": None, "no": None}, x_debias="rotations")}}).answers["q"]
+        engine.ask({"state": STATE, "questions": {"q": _choice(OPTIONS, x_debias="shuffle")}})
+    two = engine.ask({"state": STATE, "questions": {"q": _choice({"yes": None, "no": None}, x_debias="rotations")}}).answers["q"]
     assert len(two.model_extra["x_rotation_choices"]) == 2  # at most one order per option
     engine.check_invariants()
 
@@ -94,7 +93,7 @@ def test_bench_rotations_counts_flips_and_accuracy_on_labeled_requests(engine):
         assert summary["seconds"][variant] > 0
     assert summary["tokens_decoded"]["plain"] < summary["tokens_decoded"]["rotations"] < 4 * summary["tokens_decoded"]["plain"]
     assert summary["token_ratio"] == pytest.approx(summary["tokens_decoded"]["rotations"] / summary["tokens_decoded"]["plain"], abs=1e-3)
-    right = sum(engine.score(item.request).answers["queue"].choice == item.labels["queue"] for item in items)
+    right = sum(engine.ask(item.request).answers["queue"].choice == item.labels["queue"] for item in items)
     assert summary["accuracy"]["plain"] == pytest.approx(right / 2)  # the plain variant is the request as labeled
     engine.check_invariants()
 
@@ -164,12 +163,12 @@ def _wire_answers(response):
 
 def test_a_server_default_rotates_the_choices_that_leave_x_debias_unset_and_a_request_opts_out(engine):
     """SEMIF_DEFAULT_DEBIAS=rotations answers a request as if its defaults were written in; without it nothing rotates."""
-    expected = _wire_answers(engine.score(_mixed_request(**SPELLED)))
+    expected = _wire_answers(engine.ask(_mixed_request(**SPELLED)))
     with server_defaults(engine, default_debias="rotations", default_rotations=3):
-        answers = _wire_answers(engine.score(_mixed_request()))
+        answers = _wire_answers(engine.ask(_mixed_request()))
         engine.check_invariants()
     _check_server_default(answers, expected, same_path=True)  # the same branches in the same batch: the same numbers
-    unset = _wire_answers(engine.score(_mixed_request()))  # the shipped default, none: x_rotations alone only tunes a rotation
+    unset = _wire_answers(engine.ask(_mixed_request()))  # the shipped default, none: x_rotations alone only tunes a rotation
     assert "x_debias" not in unset["default"] and "x_debias" not in unset["two"]
 
 
@@ -197,7 +196,7 @@ def test_semif_serve_with_semif_default_debias_serves_the_default_and_the_opt_ou
 
     from support.servers import SEMIF_SERVE, free_port, running_server, server_env
 
-    expected = _wire_answers(engine.score(_mixed_request(**SPELLED)))
+    expected = _wire_answers(engine.ask(_mixed_request(**SPELLED)))
     port = free_port()
     with running_server(SEMIF_SERVE, server_env(port, SEMIF_DEFAULT_DEBIAS="rotations", SEMIF_DEFAULT_ROTATIONS="3"), port) as server:
         response = httpx.post(server.url + "/invocations", json=_mixed_request(), timeout=120)

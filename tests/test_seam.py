@@ -32,7 +32,7 @@ def test_an_engine_off_the_seam_is_refused_when_it_loads_naming_what_it_lacks():
         model_id = "fake"
         closed = False
 
-        def score(self, request, mode=None):
+        def score(self, request):
             raise AssertionError("never asked")
 
         def close(self) -> None:

@@ -40,10 +40,11 @@ def book(**overrides) -> tuple[SessionBook, Clock]:
 
 # ----------------------------------------------------------------- the wire, without a model
 def test_a_session_request_is_exactly_the_standards_body():
-    assert read_session_request(json.dumps(NEW_SESSION_BODY).encode()) == NEW_SESSION
-    assert read_session_request(b'{"requestType": "CLOSE"}') == "CLOSE"
-    assert read_session_request(b'{"state": "requestType is a word here", "questions": {}}') is None
-    for body in (b'{"requestType": "OPEN"}', b'{"requestType": "CLOSE", "state": "x"}'):
+    assert read_session_request(NEW_SESSION_BODY) == NEW_SESSION
+    assert read_session_request({"requestType": "CLOSE"}) == "CLOSE"
+    assert read_session_request({"state": "requestType is a word here", "questions": {}}) is None
+    assert read_session_request(["requestType"]) is None
+    for body in ({"requestType": "OPEN"}, {"requestType": "CLOSE", "state": "x"}):
         with pytest.raises(SessionError) as refused:
             read_session_request(body)
         assert refused.value.status_code == 400 and refused.value.field == "requestType"
@@ -75,7 +76,7 @@ def test_sessions_off_refuse_the_header_and_the_body_as_the_standard_does():
     from semif_lib.serving.app import create_app
 
     class Answering(FakeWing):
-        def score(self, request, mode=None):
+        def score(self, request):
             return answer(request)
 
     request = json.loads((DATA / "examples.jsonl").read_text().splitlines()[0])

@@ -70,7 +70,7 @@ def test_prompt_ends_at_the_answer_and_slots_verify(template_copies, name):
         assert prompt.endswith(ENDINGS[name]) and prompt.rfind("<think>") <= prompt.rfind("</think>")
         if name == "gemma-no-system":  # the system text folded into the user turn, not dropped
             assert prompt.count("<start_of_turn>user\n") == 1 and "You answer questions about a state" in prompt
-        response = engine.score(REQUEST, mode="parallel")
+        response = engine.ask(REQUEST, mode="parallel")
         assert set(response.answers) == set(REQUEST["questions"])
         assert all(0.0 < a.option_mass <= 1.0 for a in response.answers.values())
 
@@ -97,7 +97,7 @@ def test_a_template_that_leaves_thinking_open_is_refused_with_a_400(template_cop
 def test_slots_that_do_not_verify_are_refused_with_a_400_naming_the_question(template_copies):
     with _engine(template_copies["llama3-on-smollm2"]) as engine:
         with pytest.raises(InvalidRequestError) as info:
-            engine.score(REQUEST, mode="parallel")
+            engine.ask(REQUEST, mode="parallel")
     assert info.value.status_code == 400 and info.value.field.startswith("questions.") and "single-token answer slots" in info.value.message
 
 
@@ -153,7 +153,7 @@ def test_a_template_that_refuses_a_tool_role_gets_tool_outputs_as_user_turns(no_
         assert prompt == engine.renderer.render(folded.conversation, " Was the customer charged twice?")
         assert '<|im_start|>user\nOutput of lookup_order (call c1):\n{"status": "delivered"}\n\nOutput of lookup_payments' in prompt
         assert "<|im_start|>tool" not in prompt and prompt.endswith("<|im_start|>assistant\n")
-        got, want = engine.score(agent, mode="parallel"), engine.score(folded, mode="parallel")
+        got, want = engine.ask(agent, mode="parallel"), engine.ask(folded, mode="parallel")
     for qid, answer in want.answers.items():
         assert got.answers[qid].probabilities == pytest.approx(answer.probabilities, abs=1e-3)
 

@@ -193,17 +193,18 @@ def test_a_batch_past_its_deadline_stops_within_one_round():
 
 def test_the_engine_stops_a_batch_between_rounds_and_its_books_balance(engine):
     """In this process: `stop` turns true once the first round is done; the rest get WorkStoppedError, nothing is held."""
-    requests = [record(2000 + k) for k in range(4)]
+    bodies = [record(2000 + k) for k in range(4)]
     saved = engine.settings
     engine.settings = saved.model_copy(update={"round_tokens": 1})  # one request per round
     try:
         for mode in ("parallel", "serial"):
             done: list[int] = []
-            out = engine.score_batch(requests, mode=mode, on_done=lambda indices, _: done.extend(indices), stop=lambda i: bool(done))
+            requests = [engine.resolve(body, mode) for body in bodies]
+            out = engine.score_batch(requests, on_done=lambda indices, _: done.extend(indices), stop=lambda i: bool(done))
             assert not isinstance(out[0], Exception), out[0]
             assert all(isinstance(r, WorkStoppedError) and r.status_code == 499 for r in out[1:]), out
             engine.check_invariants(idle=True)
-        assert not isinstance(engine.score_batch(requests[1:], mode="parallel")[0], Exception)
+        assert not isinstance(engine.score_batch([engine.resolve(body, "parallel") for body in bodies[1:]])[0], Exception)
         engine.check_invariants(idle=True)
     finally:
         engine.settings = saved

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidRequestError
 from .responses import DecisionResponse, Usage
-from .schema import ChoiceQuestion, DecisionRequest, NoulQuestion, render_content
+from .schema import ChoiceQuestion, NoulQuestion, render_content
 
 if TYPE_CHECKING:
+    from .request import InternalRequest
     from .schema import Question
 
 __all__ = ["order_stages", "score_in_stages"]
@@ -61,7 +62,7 @@ def _conditioned(question: "Question", named: str, given: str) -> "Question":
     return question.model_copy(update={"instructions": f"{line}\n{text}" if text else line})
 
 
-def score_in_stages(score_one: Callable[[DecisionRequest], DecisionResponse], request: DecisionRequest,
+def score_in_stages(score_one: Callable[["InternalRequest"], DecisionResponse], request: "InternalRequest",
                     stages: list[list[str]]) -> DecisionResponse:
     """Score `request` stage by stage with `score_one` (one engine pass each, the prefix cached after the first)."""
     answers: dict[str, Any] = {}
@@ -71,7 +72,7 @@ def score_in_stages(score_one: Callable[[DecisionRequest], DecisionResponse], re
                  for qid in stage if (q := request.questions[qid]).after is not None}
         questions = {qid: _conditioned(request.questions[qid], request.questions[qid].after, given[qid]) if qid in given
                      else request.questions[qid] for qid in stage}
-        response = score_one(request.model_copy(update={"questions": questions}))
+        response = score_one(request.with_questions(questions))
         for qid in stage:
             answers[qid] = response.answers[qid]
             if qid in given:

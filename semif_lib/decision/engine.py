@@ -21,10 +21,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
-from ..errors import InvalidRequestError, ModelLoadError, SemifError, WorkStoppedError
+from ..errors import ModelLoadError, SemifError, WorkStoppedError
 from ..model.hub import hub_origin
 from ..model.locate import find_model_path
-from ..settings import MODES, Settings, load_settings
+from ..settings import Settings, load_settings
 from .backend import LlamaBackend, inject_faults, make_fault_plan
 from .bookkeeping import Timings, build_response
 from .calibrator import check_default_prior, check_prior_requests
@@ -35,6 +35,7 @@ from .planner import Capacity, Round, plan_rounds
 from .preparer import PreparedRequest, RequestPreparer
 from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
+from .request import InternalRequest, ServerDefaults, resolve_request
 from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
 from .seam import Result, SessionHolds, Stop, mark_stopped, score_each
@@ -150,9 +151,10 @@ class DecisionEngine(SessionHolds):
     def tokenize_pieces(self, pieces: Sequence[tuple[str, bool]]) -> list[int]:
         return self.preparer.tokenize_pieces(pieces)
 
-    def prepare(self, request: DecisionRequest) -> PreparedRequest:
+    def prepare(self, request: InternalRequest) -> PreparedRequest:
+        """Rendered, tokenized and checked once per request, however often it is counted, admitted or scored."""
         check_prior_requests(self.calibration, request.questions)
-        return self.preparer.prepare(request)
+        return request.prepared_by(self.preparer, self.preparer.prepare)
 
     def plan_rounds(self, preps: Sequence[PreparedRequest]) -> list[Round]:
         return plan_rounds([p.demand for p in preps], self.capacity)
@@ -182,29 +184,36 @@ class DecisionEngine(SessionHolds):
         self.close()
 
     # ------------------------------------------------------------------ scoring
-    def score(self, request: DecisionRequest | dict | bytes | str, mode: EngineMode | None = None,
-              include_logits: bool = False) -> DecisionResponse:
-        """Answer every question of one request; see `modes` for the modes.
+    def resolve(self, request: DecisionRequest | dict | bytes | str, mode: str | None = None) -> InternalRequest:
+        """A wire request (parsed, or its JSON) as this engine answers it: its defaults from this engine's settings."""
+        wire = request if isinstance(request, DecisionRequest) else parse_request(request)
+        return resolve_request(wire, ServerDefaults.of(self.settings), mode)
+
+    def ask(self, request: DecisionRequest | dict | bytes | str, mode: str | None = None,
+            include_logits: bool = False) -> DecisionResponse:
+        """Answer one request given as JSON (or a parsed `DecisionRequest`): `resolve` then `score`, for scripts and notebooks."""
+        return self.score(self.resolve(request, mode), include_logits=include_logits)
+
+    def score(self, request: InternalRequest, include_logits: bool = False) -> DecisionResponse:
+        """Answer every question of one resolved request, in its mode (see `modes`); `ask` takes JSON.
 
         `include_logits` adds each answer's raw option logits under `logits`, which calibration
         fitting needs.
         """
-        if not isinstance(request, DecisionRequest):
-            request = parse_request(request)
-        mode = mode or self.settings.mode
+        if not isinstance(request, InternalRequest):
+            raise TypeError(f"DecisionEngine.score takes an InternalRequest (engine.resolve(body)); got {type(request).__name__}: "
+                            "use engine.ask(body) to answer a request given as JSON")
         self._check_open()
-        if mode not in MODES + ("oneshot",):
-            raise InvalidRequestError(f"mode must be one of {', '.join(MODES)}; got {mode!r}", field="mode")
         stages = order_stages(request.questions)
         if len(stages) > 1:  # x_after: a stage per dependency level, each on the same (then cached) prefix
-            return score_in_stages(lambda sub: self._score_one(sub, mode, include_logits), request, stages)
-        return self._score_one(request, mode, include_logits)
+            return score_in_stages(lambda sub: self._score_one(sub, include_logits), request, stages)
+        return self._score_one(request, include_logits)
 
-    def _score_one(self, request: DecisionRequest, mode: str, include_logits: bool) -> DecisionResponse:
+    def _score_one(self, request: InternalRequest, include_logits: bool) -> DecisionResponse:
         with self._lock:
             timings = Timings.begin()
             prep = self.prepare(request)
-            mode = "serial" if prep.invariant else mode  # batch-invariant: serial, alone, at the canonical placement
+            mode = "serial" if prep.invariant else request.mode  # batch-invariant: serial, alone, at the canonical placement
             timings.prepared = timings.prefilled = time.perf_counter()
             branch_tokens = self.counters.branch_tokens
             try:
@@ -238,25 +247,24 @@ class DecisionEngine(SessionHolds):
         if self.settings.check_invariants:
             self.store.check_invariants(idle=True)
 
-    def score_batch(self, requests: Sequence[DecisionRequest | dict | bytes | str], mode: EngineMode | None = None,
-                    on_done: Callable[[list[int], list[Any]], None] | None = None, stop: Stop | None = None) -> list[Result]:
-        """Score several requests; in parallel mode the branches of requests in one round decode together.
+    def score_batch(self, requests: Sequence[InternalRequest], on_done: Callable[[list[int], list[Any]], None] | None = None,
+                    stop: Stop | None = None) -> list[Result]:
+        """Score several requests; when all are in parallel mode the branches of requests in one round decode together.
 
         A request that fails (bad input, too long) gets its error in its slot; the others still run. Requests about the
         same state share one cached prefix. Rounds come from `planner.plan_rounds`, so no decode is attempted that could
         not find free KV cells. `on_done(indices, results)` is called as requests finish (after each round), so a server
         can answer them before the whole batch is done. `stop(i)` is asked before each round (and each request scored
         alone): a stopped request gets a `WorkStoppedError`, and nothing more is decoded or held for it."""
-        mode = mode or self.settings.mode
         self._check_open()
-        if mode != "parallel" or len(requests) == 1:
-            return score_each(self.score, requests, mode, on_done, stop)
+        if len(requests) == 1 or any(request.mode != "parallel" for request in requests):
+            return score_each(self.score, requests, on_done, stop)
         with self._lock:
             results = self._score_rounds(requests, on_done or (lambda indices, results: None), stop)
             self._check_idle()
         return [r for r in results if r is not None]
 
-    def _score_rounds(self, requests: Sequence[Any], done: Callable[[list[int], list[Any]], None],
+    def _score_rounds(self, requests: Sequence[InternalRequest], done: Callable[[list[int], list[Any]], None],
                       stop: Stop | None) -> list[Result | None]:
         timings = Timings.begin()
         results: list[Result | None] = [None] * len(requests)
@@ -272,21 +280,18 @@ class DecisionEngine(SessionHolds):
             done([i for i, _ in members], results)
         return results
 
-    def _prepare_all(self, requests: Sequence[Any], results: list[Result | None], stop: Stop | None) -> list[tuple[int, PreparedRequest]]:
-        """Each request parsed and prepared; one that is refused (or stopped) gets its error in `results`."""
+    def _prepare_all(self, requests: Sequence[InternalRequest], results: list[Result | None],
+                     stop: Stop | None) -> list[tuple[int, PreparedRequest]]:
+        """Each request prepared; one that is refused (or stopped) gets its error in `results`."""
         prepared = []
         for i, request in enumerate(requests):
             try:
                 if stop is not None and stop(i):  # a conditioned or invariant request is scored here, not in a round
                     raise WorkStoppedError()
-                req = request if isinstance(request, DecisionRequest) else parse_request(request)
-                if len(order_stages(req.questions)) > 1:
-                    results[i] = self.score(req, mode="parallel")  # its stages depend on answers: not in a round
+                if len(order_stages(request.questions)) > 1 or request.batch_invariant:
+                    results[i] = self.score(request)  # stages depend on answers, invariant ones decode alone: not in a round
                     continue
-                if self.preparer.is_invariant(req):  # alone, never in a round
-                    results[i] = self.score(req, mode="serial")
-                    continue
-                prepared.append((i, self.prepare(req)))
+                prepared.append((i, self.prepare(request)))
             except SemifError as exc:
                 results[i] = exc
         return prepared

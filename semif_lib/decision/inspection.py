@@ -19,6 +19,7 @@ from ..model.metadata import ModelReport, read_metadata
 from ..settings import Settings
 from .backend import VocabReader
 from .prompt import PromptRenderer
+from .request import ServerDefaults, resolve_request
 from .schema import parse_request
 
 __all__ = ["check_for_packaging", "inspect_model", "refuse_unworkable"]
@@ -68,7 +69,7 @@ def check_slots(path: Path, settings: Settings) -> tuple[bool, int | None, str |
         renderer = PromptRenderer(tok.chat_template, tok.bos_text, tok.eos_text)
         preparer = RequestPreparer(tok, renderer, settings, settings.n_ctx)
         try:
-            preparer.prepare(parse_request(_PROBE))
+            preparer.prepare(resolve_request(parse_request(_PROBE), ServerDefaults.of(settings)))
         except InvalidRequestError as exc:
             return True, len(preparer.letter_slots), exc.message
         return True, len(preparer.letter_slots), None

@@ -10,7 +10,7 @@ Work beyond a configured limit is refused here with a 413 naming the limit, befo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from ..settings import Settings
 from .planner import Demand
 from .prefix_cache import CanonicalPartition, Partition, count_common_prefix
 from .prompt import PromptRenderer, PromptState, QuestionPlan, generate_letter_slots, plan_rotations, state_texts
-from .schema import ChoiceQuestion, DecisionRequest, render_content
+from .request import InternalRequest
+from .schema import render_content
 
 __all__ = ["Branch", "PreparedRequest", "RequestPreparer", "Tokenizer", "check_request_limits"]
 
@@ -93,7 +94,7 @@ class PreparedRequest:
                       self.partition)
 
 
-def check_request_limits(request: DecisionRequest, settings: Settings) -> None:
+def check_request_limits(request: InternalRequest, settings: Settings) -> None:
     """Questions and options beyond the configured limits: a 413 naming the limit and the value (`limits`)."""
     check_question_counts(request.questions, max_questions=settings.max_questions, max_options=settings.max_options)
 
@@ -121,7 +122,7 @@ class RequestPreparer:
         return tokens
 
     # ------------------------------------------------------------------ prepare
-    def prepare(self, request: DecisionRequest) -> PreparedRequest:
+    def prepare(self, request: InternalRequest) -> PreparedRequest:
         """Render, tokenize and split every question; verify each answer slot is one token.
 
         Work beyond the configured limits (questions, options, branch tokens, context) is a 413
@@ -130,7 +131,7 @@ class RequestPreparer:
         check_request_limits(request, self.settings)
         state_text: PromptState = request.conversation or render_content(request.state)  # chat turns, or the state's text
         plans = [plan for qid, q in request.questions.items()
-                 for plan in plan_rotations(qid, self._with_server_defaults(q), self.renderer.slot_prefix, self.letter_slots)]
+                 for plan in plan_rotations(qid, q, self.renderer.slot_prefix, self.letter_slots)]
         # User text that spells a control token is tokenized apart, as text; otherwise the whole
         # prompt is tokenized in one piece, exactly as the text path (llama-server) does.
         guarded = any(self.contains_special_text(t) for t in [*state_texts(state_text), *(p.block for p in plans)])
@@ -140,24 +141,13 @@ class RequestPreparer:
             prefix = self.tokenize(self.renderer.render_prefix(state_text), self.renderer.add_bos)
         prompts = [self._tokenize_prompt(state_text, plan, guarded) for plan in plans]
         shared = min([len(prefix), *(count_common_prefix(prefix, tokens) for _, tokens, _ in prompts)])
-        invariant = self.is_invariant(request)
-        partition = CanonicalPartition(request.cache_key) if invariant else request.cache_key
-        preamble = self.settings.preamble_readout if request.preamble is None else request.preamble
-        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=partition, invariant=invariant, preamble=preamble)
+        partition = CanonicalPartition(request.cache_key) if request.batch_invariant else request.cache_key
+        prep = PreparedRequest(plans, prefix[:shared], [], {}, {}, partition=partition, invariant=request.batch_invariant,
+                               preamble=request.preamble)
         for i, (plan, prompt) in enumerate(zip(plans, prompts, strict=True)):
             self._add_branches(prep, i, plan, prompt)
         self._check_size(prep)
         return prep
-
-    def is_invariant(self, request: DecisionRequest) -> bool:
-        """Whether `request` is answered batch-invariant: its own `x_batch_invariant`, else SEMIF_BATCH_INVARIANT."""
-        return self.settings.batch_invariant if request.batch_invariant is None else request.batch_invariant
-
-    def _with_server_defaults(self, question: Any) -> Any:
-        """A choice question's unset x_debias / x_rotations from SEMIF_DEFAULT_DEBIAS / SEMIF_DEFAULT_ROTATIONS; other types as they are."""
-        if isinstance(question, ChoiceQuestion):
-            return question.with_server_defaults(self.settings.default_debias, self.settings.default_rotations)
-        return question
 
     def _tokenize_prompt(self, state_text: PromptState, plan: QuestionPlan, guarded: bool) -> tuple[str, list[int], Pieces | None]:
         text = self.renderer.render(state_text, plan.block)

@@ -176,10 +176,10 @@ MODEL_FIELD_DOC = ("The model to answer with; absent or null: the loaded one. Ac
 class DecisionRequest(BaseModel):
     """`{"model"?, "state", "questions": {QID: QUESTION}}`; extra keys (`id`, `labels`) are ignored.
 
-    The one internal request both wires map onto (`decision.openai_schema` builds one from an OpenAI
-    Decisions body): besides the wire's fields it may carry a `conversation` (chat turns rendered
-    through the model's chat template as the state) and a `cache_key` (a prefix-cache partition),
-    set with `with_context` and never read from JSON.
+    The parsed request both wires produce (`decision.openai_schema` builds one from an OpenAI Decisions body):
+    besides the wire's fields it may carry a `conversation` (chat turns rendered through the model's chat template
+    as the state) and a `cache_key` (a prefix-cache partition), set with `with_context` and never read from JSON.
+    `decision.request.resolve_request` fills what it leaves to the server and gives the engine its one type.
     """
 
     model_config = ConfigDict(extra="ignore")

@@ -15,8 +15,8 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from ..contract import CLOSE_SESSION, SESSION_HEADER
 from ..errors import EngineStateError, SemifError, SessionLimitError, WorkStoppedError
+from .request import InternalRequest
 from .responses import DecisionResponse
-from .schema import DecisionRequest
 
 __all__ = ["DecisionWing", "HeldState", "OnDone", "Result", "SessionHolds", "Stop", "mark_stopped", "missing_members", "score_each"]
 
@@ -41,14 +41,14 @@ class DecisionWing(Protocol):
     model_path: Path | None
     model_info: dict[str, Any]
 
-    def score_batch(self, requests: Sequence[DecisionRequest], mode: str | None = None, on_done: OnDone | None = None,
-                    stop: Stop | None = None) -> list[Result]:
-        """Each request's answer or error, in order; `on_done` as rounds finish; a stopped one gets `WorkStoppedError`."""
+    def score_batch(self, requests: Sequence[InternalRequest], on_done: OnDone | None = None, stop: Stop | None = None) -> list[Result]:
+        """Each request's answer or error, in order, each in its own mode; `on_done` as rounds finish; a stopped one gets
+        `WorkStoppedError`."""
 
-    def count_prompt_tokens(self, request: DecisionRequest) -> int:
+    def count_prompt_tokens(self, request: InternalRequest) -> int:
         """The prompt tokens `request` needs (rendered and tokenized, nothing decoded); its refusal raises."""
 
-    def admit_session(self, requests: list[DecisionRequest | SemifError], session: str, session_tokens: int) -> dict[int, HeldState]:
+    def admit_session(self, requests: list[InternalRequest | SemifError], session: str, session_tokens: int) -> dict[int, HeldState]:
         """Each of a session's requests' state, to hold once answered; a request whose state would take the sessions' holds
         past `session_tokens` (the server's SEMIF_SESSION_TOKENS, within the cache) gets a 429 in its slot instead."""
 
@@ -62,7 +62,7 @@ class DecisionWing(Protocol):
         """Free the model; the wing answers nothing after it."""
 
 
-def score_each(score: Callable[..., Result], requests: Sequence[Any], mode: str | None, on_done: OnDone | None,
+def score_each(score: Callable[[InternalRequest], Result], requests: Sequence[InternalRequest], on_done: OnDone | None,
                stop: Stop | None) -> list[Result]:
     """Requests scored one at a time by `score`, each reported as it finishes: a request whose submission stopped gets a
     `WorkStoppedError`, a refusal its error, in its slot (the engine's serial and fresh batches, and a double's)."""
@@ -71,7 +71,7 @@ def score_each(score: Callable[..., Result], requests: Sequence[Any], mode: str 
         try:
             if stop is not None and stop(i):
                 raise WorkStoppedError()
-            out.append(score(request, mode=mode))
+            out.append(score(request))
         except SemifError as exc:
             out.append(exc)
         if on_done is not None:
@@ -97,18 +97,18 @@ class SessionHolds:
     never evicted by the LRU until the session closes or expires, within `SEMIF_SESSION_TOKENS`."""
 
     store: Any  # the engine's KV store and its `prepare`
-    prepare: Callable[[DecisionRequest], Any]
+    prepare: Callable[[InternalRequest], Any]
 
-    def count_prompt_tokens(self, request: DecisionRequest) -> int:
+    def count_prompt_tokens(self, request: InternalRequest) -> int:
         return int(self.prepare(request).input_tokens)
 
-    def admit_session(self, requests: list[DecisionRequest | SemifError], session: str, session_tokens: int) -> dict[int, HeldState]:
-        """Preparing here and again when scored tokenizes twice; it is what tells the state's size before any decode."""
+    def admit_session(self, requests: list[InternalRequest | SemifError], session: str, session_tokens: int) -> dict[int, HeldState]:
+        """Each state's size, from the request's one preparation (scoring reuses it): known before any decode."""
         cache = self.store.cache
         limit = min(session_tokens, cache.budget_tokens)
         held, states = cache.held_tokens(), {}
         for k, item in enumerate(requests):
-            if not isinstance(item, DecisionRequest):
+            if not isinstance(item, InternalRequest):
                 continue
             try:
                 prep = self.prepare(item)

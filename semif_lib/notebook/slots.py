@@ -49,12 +49,12 @@ class SlotReading:
 
 def read_slots(engine: Any, request: Mapping[str, Any], tail_chars: int = 320) -> list[SlotReading]:
     """Score `request` once with its logits and read every slot-readout question's slots (see the module doc)."""
-    from ..decision.schema import parse_request, render_content
+    from ..decision.schema import render_content
 
-    parsed = parse_request(dict(request))
-    prep = engine.prepare(parsed)
-    state_text = parsed.conversation or render_content(parsed.state)
-    answers = read_response(engine.score(parsed, include_logits=True))["answers"]
+    resolved = engine.resolve(dict(request))
+    prep = engine.prepare(resolved)  # scoring below reuses this preparation
+    state_text = resolved.conversation or render_content(resolved.state)
+    answers = read_response(engine.score(resolved, include_logits=True))["answers"]
     readings = []
     for index, plan in enumerate(prep.plans):
         if plan.readout != "slot" or plan.rotation:

@@ -20,8 +20,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..contract import CUSTOM_ATTRIBUTES_HEADER, SESSION_HEADER, answer_deadline_s
+from ..decision.request import InternalRequest, ServerDefaults, resolve_request
 from ..decision.responses import DecisionResponse
-from ..decision.schema import DecisionRequest
 from ..errors import (
     InvalidRequestError,
     SemifError,
@@ -51,10 +51,11 @@ from .wire import (
     ModelList,
     OpenAIErrorBody,
     ValidationErrorBody,
+    decode_json_body,
     describe_model,
     dump_answer,
     error_response,
-    parse_json_body,
+    parse_json_data,
     parse_jsonlines_body,
     read_content_type,
     read_custom_mode,
@@ -179,15 +180,21 @@ async def _read_body(request: Any, settings: Settings, wire: str | None) -> tupl
     return await read_limited_body(request, settings.max_body_bytes), jsonlines, mode
 
 
-async def _read_invocation(request: Any, worker: InferenceWorker, settings: Settings, wire: str | None, body: bytes,
-                           jsonlines: bool) -> tuple[list[Any], Any, list[Any]]:
-    """An invoke request's body parsed on `wire` (None: either, per body), its `model` names checked (`modelnames`: a
-    JSON Lines record naming another model answers 404 for itself)."""
+async def _decode(body: bytes) -> Any:
+    """The single JSON body decoded, once: off the event loop when it is large."""
+    return await asyncio.to_thread(decode_json_body, body) if len(body) > THREAD_PARSE_BYTES else decode_json_body(body)
+
+
+async def _read_invocation(request: Any, worker: InferenceWorker, settings: Settings, wire: str | None, body: bytes | Any,
+                           jsonlines: bool, mode: str | None) -> tuple[list[InternalRequest | SemifError], Any, list[Any]]:
+    """An invoke request's body (JSON Lines bytes, or a single body's decoded value) parsed on `wire` (None: either, per
+    body), its `model` names checked (`modelnames`: a JSON Lines record naming another model answers 404 for itself), and
+    each request resolved against the server's defaults (`resolve_request`), once."""
     if jsonlines:
         parse = functools.partial(parse_jsonlines_body, max_records=settings.max_records)
         parsed = await asyncio.to_thread(parse, body) if len(body) > THREAD_PARSE_BYTES else parse(body)
     else:
-        parsed = await asyncio.to_thread(parse_json_body, body, wire) if len(body) > THREAD_PARSE_BYTES else parse_json_body(body, wire)
+        parsed = parse_json_data(body, wire)
     items, ids, decisions = parsed
     if not jsonlines and decisions[0] is not None:
         request.state.wire = OPENAI  # errors from here on answer in OpenAI's shape
@@ -196,15 +203,16 @@ async def _read_invocation(request: Any, worker: InferenceWorker, settings: Sett
         items = [item if isinstance(item, SemifError) else names.refusal(item.model) or item for item in items]
         if not jsonlines and isinstance(items[0], SemifError):
             raise items[0]
-    return items, ids, decisions
+    defaults = ServerDefaults.of(settings)
+    return [item if isinstance(item, SemifError) else resolve_request(item, defaults, mode) for item in items], ids, decisions
 
 
-async def _answer(request: Any, worker: InferenceWorker, settings: Settings, items: list[DecisionRequest | SemifError],
-                  mode: str | None, session: str | None) -> list[Any] | None:
-    """Hand the parsed requests to the worker and await their results (None: the client has gone); the stateful session
+async def _answer(request: Any, worker: InferenceWorker, settings: Settings, items: list[InternalRequest | SemifError],
+                  session: str | None) -> list[Any] | None:
+    """Hand the resolved requests to the worker and await their results (None: the client has gone); the stateful session
     its header names (`sessions`) rides with them, so the worker holds their states for it."""
     loop = asyncio.get_running_loop()
-    submission = Submission(items=items, mode=mode, loop=loop, future=loop.create_future(), session=session)
+    submission = Submission(items=items, loop=loop, future=loop.create_future(), session=session)
     worker.submit(submission)
     results = await await_submission(request, submission, answer_deadline_s(settings.request_timeout_s), request.app.state.drain)
     if submission.refusal is not None:  # the whole body's (over SEMIF_MAX_SUBMISSION_TOKENS), not one record's
@@ -219,20 +227,21 @@ def add_invocation_routes(app: "FastAPI", worker: InferenceWorker, settings: Set
 
     async def invoke(request: Request) -> Any:  # one flow, read top to bottom
         body, jsonlines, mode = await _read_body(request, settings, None)
-        kind = None if jsonlines else read_session_request(body)  # {"requestType": "NEW_SESSION" | "CLOSE"}
+        data = None if jsonlines else await _decode(body)  # a single body is decoded here, once
+        kind = None if jsonlines else read_session_request(data)  # {"requestType": "NEW_SESSION" | "CLOSE"}
         if kind is not None:
             return await answer_session_request(kind, request, worker.sessions, worker, answer_deadline_s(settings.request_timeout_s))
         session = await read_request_session(request, worker.sessions, worker)
         if not jsonlines:
-            body = fill_session_state(body, session, worker.sessions, openai=False)  # questions only: the session's state
-        items, ids, decisions = await _read_invocation(request, worker, settings, None, body, jsonlines)
-        results = await _answer(request, worker, settings, items, mode, session)
+            data = fill_session_state(data, session, worker.sessions, openai=False)  # questions only: the session's state
+        items, ids, decisions = await _read_invocation(request, worker, settings, None, body if jsonlines else data, jsonlines, mode)
+        results = await _answer(request, worker, settings, items, session)
         if results is None:  # the client has gone: nobody reads an answer
             return Response(status_code=499)
         if not jsonlines:
             if isinstance(results[0], SemifError):
                 raise results[0]
-            remember_session_state(body, session, worker.sessions, openai=False)
+            remember_session_state(data, session, worker.sessions, openai=False)
             return Response(json.dumps(dump_answer(results[0], ids, decisions[0]), ensure_ascii=False), media_type="application/json")
         lines = [
             error_record(out, rid) if isinstance(out, SemifError) else dump_answer(out, rid, extra)
@@ -254,14 +263,14 @@ def add_decisions_routes(app: "FastAPI", worker: InferenceWorker, settings: Sett
         request.state.wire = OPENAI
         body, _, mode = await _read_body(request, settings, OPENAI)
         session = await read_request_session(request, worker.sessions, worker)
-        body = fill_session_state(body, session, worker.sessions, openai=True)
-        items, _, decisions = await _read_invocation(request, worker, settings, OPENAI, body, False)
-        results = await _answer(request, worker, settings, items, mode, session)
+        data = fill_session_state(await _decode(body), session, worker.sessions, openai=True)
+        items, _, decisions = await _read_invocation(request, worker, settings, OPENAI, data, False, mode)
+        results = await _answer(request, worker, settings, items, session)
         if results is None:
             return Response(status_code=499)
         if isinstance(results[0], SemifError):
             raise results[0]
-        remember_session_state(body, session, worker.sessions, openai=True)
+        remember_session_state(data, session, worker.sessions, openai=True)
         return Response(json.dumps(dump_answer(results[0], None, decisions[0]), ensure_ascii=False), media_type="application/json")
 
     app.add_api_route("/v1/decisions", decide, methods=["POST"], summary="Score a decision request (OpenAI Decisions)",

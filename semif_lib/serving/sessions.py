@@ -46,17 +46,11 @@ def session_headers(opened: tuple[str, float] | None = None, closed: str | None 
     return {CLOSED_SESSION_HEADER: closed} if closed else {}
 
 
-def read_session_request(body: bytes) -> str | None:
-    """`NEW_SESSION` or `CLOSE` when the JSON body is a session request, None when it is something else (a decision).
+def read_session_request(data: Any) -> str | None:
+    """`NEW_SESSION` or `CLOSE` when the decoded JSON body is a session request, None when it is something else (a decision).
 
     The standard's rule: a body with `requestType` is a session request, and then it is exactly `{"requestType": <type>}`.
     """
-    if b"requestType" not in body:
-        return None
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None  # the body parser answers malformed JSON (deep nesting: a 422 naming the limit)
     if not isinstance(data, dict) or "requestType" not in data:
         return None
     kind = data["requestType"]
@@ -73,32 +67,27 @@ def _wire_of(data: Any, openai: bool) -> str | None:
     return "openai" if openai or isinstance(data["questions"], list) else "jev"
 
 
-def fill_session_state(body: bytes, session: str | None, book: SessionBook, openai: bool) -> bytes:
-    """A session's questions-only request with the state of the session's last answered request on its wire; any other
-    body unchanged. A session with no state on that wire yet is a 400 naming the missing key."""
+def fill_session_state(data: Any, session: str | None, book: SessionBook, openai: bool) -> Any:
+    """A session's questions-only request (decoded) with the state of the session's last answered request on its wire; any
+    other body unchanged. A session with no state on that wire yet is a 400 naming the missing key."""
     if session is None:
-        return body
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return body  # the body parser answers malformed JSON (deep nesting: a 422 naming the limit)
+        return data
     wire = _wire_of(data, openai)
     if wire is None or STATE_KEYS[wire][0] in data:
-        return body
+        return data
     state = book.recall(session, wire)
     if state is None:
         key = STATE_KEYS[wire][0]
         raise SessionError(f"{key}: missing, and session {session} has answered no request with a {key} on this wire yet; "
                            f"send the {key} once in the session, then only questions", field=key)
-    return json.dumps({**state, **data}, ensure_ascii=False).encode()
+    return {**state, **data}
 
 
-def remember_session_state(body: bytes, session: str | None, book: SessionBook, openai: bool) -> None:
-    """After a session's request is answered: its state keys become the session's, for its questions-only requests."""
+def remember_session_state(data: Any, session: str | None, book: SessionBook, openai: bool) -> None:
+    """After a session's request (decoded) is answered: its state keys become the session's, for its questions-only requests."""
     if session is None:
         return
     book.mark_used(session)  # it answered a request: no longer an empty session
-    data = json.loads(body)
     wire = _wire_of(data, openai)
     if wire is not None and STATE_KEYS[wire][0] in data:
         book.remember(session, wire, {key: data[key] for key in STATE_KEYS[wire] if key in data})

@@ -64,7 +64,8 @@ __all__ = [
     "error_body",
     "error_response",
     "package_version",
-    "parse_json_body",
+    "decode_json_body",
+    "parse_json_data",
     "parse_jsonlines_body",
     "read_content_type",
     "read_custom_mode",
@@ -203,14 +204,18 @@ def parse_any(data: Any) -> tuple[DecisionRequest, DecisionsBody | None]:
     return parse_request(data), None
 
 
-def parse_json_body(body: bytes, wire: str | None = None) -> Parsed:
-    """A single JSON request: validated, or raise its error. Returns ([request], id or None, [decisions body or None]).
+def decode_json_body(body: bytes) -> Any:
+    """A single JSON body, decoded once (a 422 for an empty or malformed one): sessions and the parser read this value."""
+    if not body.strip():
+        raise RequestValidationError("empty body; send one decision request as JSON", field="body", kind="missing")
+    return parse_json_bytes(body)
+
+
+def parse_json_data(data: Any, wire: str | None = None) -> Parsed:
+    """A single decoded JSON request: validated, or raise its error. Returns ([request], id or None, [decisions body or None]).
 
     `wire` OPENAI reads the OpenAI Decisions shape only (`POST /v1/decisions`); None reads either (`/invocations`).
     """
-    if not body.strip():
-        raise RequestValidationError("empty body; send one decision request as JSON", field="body", kind="missing")
-    data = parse_json_bytes(body)
     request, decisions = parse_decisions_request(data) if wire == OPENAI else parse_any(data)
     record_id = data.get("id") if isinstance(data, dict) and decisions is None else None
     check_record_id(record_id)  # echoed in the answer: bounded as a name

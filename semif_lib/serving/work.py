@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..decision.request import InternalRequest
 from ..decision.responses import DecisionResponse
-from ..decision.schema import DecisionRequest
 from ..decision.seam import DecisionWing
 from ..errors import PayloadTooLargeError, SemifError, WorkStoppedError
 from ..limits import refuse_limit
@@ -37,10 +37,9 @@ __all__ = ["Submission", "refuse_over_budget", "resolve_submission"]
 
 @dataclass
 class Submission:
-    """One HTTP request's work: parsed requests (or their parse errors, passed through) and a future."""
+    """One HTTP request's work: resolved requests (or their parse errors, passed through) and a future."""
 
-    items: list[DecisionRequest | SemifError]
-    mode: str | None
+    items: list[InternalRequest | SemifError]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     created: float = field(default_factory=time.monotonic)
@@ -81,11 +80,11 @@ def resolve_submission(submission: Submission, results: list[DecisionResponse | 
 def refuse_over_budget(engine: DecisionWing, items: list[Any], limit: int) -> PayloadTooLargeError | None:
     """The 413 for a body whose requests need more than `limit` prompt tokens together; None when they fit.
 
-    Counted in the worker, by preparing each request (rendering and tokenizing, no decode) and stopping once over,
-    so counting costs at most the budget's tokens. One request alone is bounded by SEMIF_N_CTX and
+    Counted in the worker, by preparing each request (rendering and tokenizing, no decode; scoring reuses that
+    preparation) and stopping once over, so counting costs at most the budget's tokens. One request alone is bounded by SEMIF_N_CTX and
     SEMIF_MAX_BRANCH_TOKENS: only bodies of several are counted.
     """
-    requests = [item for item in items if isinstance(item, DecisionRequest)]
+    requests = [item for item in items if isinstance(item, InternalRequest)]
     if len(requests) < 2:
         return None
     total = 0
@@ -99,7 +98,7 @@ def refuse_over_budget(engine: DecisionWing, items: list[Any], limit: int) -> Pa
     return None
 
 
-def score_requests(engine: DecisionWing, requests: list[DecisionRequest], mode: str | None, deliver: Callable[[int, Any], None],
+def score_requests(engine: DecisionWing, requests: list[InternalRequest], deliver: Callable[[int, Any], None],
                    stop: Callable[[int], bool]) -> None:
     """Score `requests` and `deliver(i, result)` each as soon as it is final; `stop(i)`: request i's submission stopped.
 
@@ -118,7 +117,7 @@ def score_requests(engine: DecisionWing, requests: list[DecisionRequest], mode: 
 
     if len(requests) > 1:
         try:
-            out = list(engine.score_batch(requests, mode=mode, on_done=on_done, stop=stop))
+            out = list(engine.score_batch(requests, on_done=on_done, stop=stop))
         except Exception:  # fall back to one request at a time
             log.exception("score_batch failed; scoring the %d requests one by one", len(requests))
             out = None
@@ -130,14 +129,14 @@ def score_requests(engine: DecisionWing, requests: list[DecisionRequest], mode: 
         if i in delivered:
             continue
         if out[i] is None or (isinstance(out[i], SemifError) and out[i].status_code >= 500):
-            out[i] = WorkStoppedError() if stop(i) else score_one(engine, request, mode)
+            out[i] = WorkStoppedError() if stop(i) else score_one(engine, request)
         delivered.add(i)
         deliver(i, out[i])
 
 
-def score_one(engine: DecisionWing, request: DecisionRequest, mode: str | None) -> DecisionResponse | SemifError:
+def score_one(engine: DecisionWing, request: InternalRequest) -> DecisionResponse | SemifError:
     try:
-        return engine.score_batch([request], mode=mode)[0]
+        return engine.score_batch([request])[0]
     except SemifError as exc:
         return exc
     except Exception as exc:  # a bug must answer 500 for this request, not kill the worker

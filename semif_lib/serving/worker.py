@@ -31,8 +31,8 @@ from collections import deque
 from typing import Any, Callable
 
 from ..contract import answer_deadline_s
+from ..decision.request import InternalRequest
 from ..decision.responses import DecisionResponse
-from ..decision.schema import DecisionRequest
 from ..decision.seam import DecisionWing, HeldState, missing_members
 from ..errors import ModelLoadError, SemifError, ServiceBusyError, ShuttingDownError, WorkStoppedError
 from ..settings import Settings
@@ -132,7 +132,7 @@ class InferenceWorker:
         ending): answered None at once.
         """
         loop = asyncio.get_running_loop()
-        submission = Submission(items=[], mode=None, loop=loop, future=loop.create_future(), task=task)
+        submission = Submission(items=[], loop=loop, future=loop.create_future(), task=task)
         with self._cond:
             if self.engine is None or self._closing or self.death is not None:
                 submission.future.set_result([None])
@@ -268,12 +268,12 @@ class InferenceWorker:
         states = {id(submission): engine.admit_session(submission.items, submission.session, self.settings.session_tokens)
                   for submission in submissions if submission.session is not None}  # 429s in their slots
         results: dict[int, list[Any]] = {id(submission): list(submission.items) for submission in submissions}
-        left = {id(submission): sum(isinstance(item, DecisionRequest) for item in submission.items) for submission in submissions}
-        by_mode: dict[str | None, list[tuple[Submission, int]]] = {}
+        left = {id(submission): sum(isinstance(item, InternalRequest) for item in submission.items) for submission in submissions}
+        by_mode: dict[str, list[tuple[Submission, int]]] = {}
         for submission in submissions:
             for k, item in enumerate(submission.items):
-                if isinstance(item, DecisionRequest):
-                    by_mode.setdefault(submission.mode, []).append((submission, k))
+                if isinstance(item, InternalRequest):
+                    by_mode.setdefault(item.mode, []).append((submission, k))
             if not left[id(submission)]:
                 self._answer(submission, results[id(submission)])
 
@@ -289,8 +289,8 @@ class InferenceWorker:
                 self._count_stopped(submission)
                 self._answer(submission, results[id(submission)])
 
-        for mode, slots in by_mode.items():
-            score_requests(engine, [submission.items[k] for submission, k in slots], mode,
+        for slots in by_mode.values():
+            score_requests(engine, [submission.items[k] for submission, k in slots],
                            lambda i, out, slots=slots: record(*slots[i], out), lambda i, slots=slots: slots[i][0].stopped(self.deadline_s))
         for submission in submissions:  # normally all answered already; never leave one waiting
             self._answer(submission, results[id(submission)])

@@ -24,13 +24,13 @@ class FakeWing:
     model_path = None
     model_info: dict = {}
 
-    def score(self, request, mode=None):
+    def score(self, request):
         raise NotImplementedError
 
-    def score_batch(self, requests, mode=None, on_done=None, stop=None):
+    def score_batch(self, requests, on_done=None, stop=None):
         from semif_lib.decision.seam import score_each
 
-        return score_each(self.score, requests, mode, on_done, stop)
+        return score_each(self.score, requests, on_done, stop)
 
     def count_prompt_tokens(self, request) -> int:
         return 1
@@ -56,7 +56,7 @@ class GateEngine(FakeWing):
         self.started = threading.Semaphore(0)
         self.calls = 0
 
-    def score(self, request, mode=None):
+    def score(self, request):
         self.calls += 1
         self.started.release()
         if not self.gate.wait(60):
@@ -72,7 +72,7 @@ class Crash(BaseException):
 
 
 class CrashingEngine(FakeWing):
-    def score(self, request, mode=None):
+    def score(self, request):
         raise Crash("the engine thread is gone")
 
     def close(self) -> None:
@@ -91,9 +91,9 @@ class RoundEngine(GateEngine):
         self.rounds = threading.Event()
         self.batches: list[int] = []
 
-    def score_batch(self, requests, mode=None, on_done=None, stop=None):
+    def score_batch(self, requests, on_done=None, stop=None):
         if len(requests) == 1:  # one request is scored alone, as the real engine does: it waits on `gate`
-            return super().score_batch(requests, mode, on_done, stop)
+            return super().score_batch(requests, on_done, stop)
         self.batches.append(len(requests))
         out = [answer(requests[0])] + [None] * (len(requests) - 1)
         if on_done is not None:

@@ -16,25 +16,25 @@ def walk_decode_faults(settings: Any, body: dict, *, cold: bool, model_path: Any
 
     with DecisionEngine(settings, model_path=model_path) as clean:
         if not cold:
-            clean.score(body)
+            clean.ask(body)
         before = clean.decode_calls
-        reference = clean.score(body)
+        reference = clean.ask(body)
         decodes = clean.decode_calls - before
     assert decodes > 0
     failing: set[int] = set()
     answers = []
     with DecisionEngine(settings, model_path=model_path, fail_decode=lambda n: n in failing) as engine:
         if not cold:
-            engine.score(body)
+            engine.ask(body)
         for call in range(1, decodes + 1):
             if cold:
                 engine.clear_cache()
             failing.clear()
             failing.add(engine.decode_calls + call)
             with pytest.raises(SemifError):
-                engine.score(body)
+                engine.ask(body)
             engine.check_invariants()
             failing.clear()
-            answers.append((call, engine.score(body)))
+            answers.append((call, engine.ask(body)))
             engine.check_invariants()
     return reference, answers

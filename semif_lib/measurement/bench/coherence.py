@@ -43,7 +43,7 @@ def _as_choice(question: dict[str, Any], swapped: bool) -> dict[str, Any]:
 def _p_yes(engine: "DecisionEngine", state: Any, questions: dict[str, Any], rendering: str) -> dict[str, float]:
     if rendering != "noul":
         questions = {qid: _as_choice(q, rendering.endswith("swapped")) for qid, q in questions.items()}
-    answers = engine.score({"state": state, "questions": questions}).answers
+    answers = engine.ask({"state": state, "questions": questions}).answers
     return {qid: a.probabilities["true" if rendering == "noul" else "yes"] for qid, a in answers.items()}
 
 

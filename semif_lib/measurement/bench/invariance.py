@@ -44,8 +44,8 @@ def _measure_state(engine: "DecisionEngine", record: dict[str, Any], invariant: 
     """One state in one mode: the deviations of each question (alone, reversed) from the together answer."""
     state, questions = record["state"], record["questions"]
     together, seconds = time_cold(engine, _body(state, questions, invariant))
-    backwards = engine.score(_body(state, dict(reversed(list(questions.items()))), invariant))
-    alone = {qid: engine.score(_body(state, {qid: q}, invariant)).answers[qid] for qid, q in questions.items()}
+    backwards = engine.ask(_body(state, dict(reversed(list(questions.items()))), invariant))
+    alone = {qid: engine.ask(_body(state, {qid: q}, invariant)).answers[qid] for qid, q in questions.items()}
     found: dict[str, list[float]] = {"alone": [], "reversed": []}
     changed = 0
     for qid, answer in together.answers.items():

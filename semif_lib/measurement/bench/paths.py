@@ -80,7 +80,7 @@ class StateRun:
 def run_fresh_path(run: PathsRun, state: StateRun, path: str) -> float:
     """Fresh on the first `fresh_questions` questions only: its cost per decision does not depend on how many."""
     request = first_questions(state.request, run.fresh_questions)
-    seconds, response = time_call(lambda: run.engine.score(request, mode="fresh"))
+    seconds, response = time_call(lambda: run.engine.ask(request, mode="fresh"))
     state.probs[path] = probabilities_of(response)
     run.tallies[path].decisions += len(request["questions"])
     return seconds
@@ -88,7 +88,7 @@ def run_fresh_path(run: PathsRun, state: StateRun, path: str) -> float:
 
 def score_fork(run: PathsRun, state: StateRun, path: str) -> tuple[float, Any]:
     """(seconds, response) of the whole state through the engine mode named `path`."""
-    seconds, response = time_call(lambda: run.engine.score(state.request, mode=path))
+    seconds, response = time_call(lambda: run.engine.ask(state.request, mode=path))
     state.probs[path] = probabilities_of(response)
     run.tallies[path].decisions += state.n_questions
     return seconds, response
@@ -124,7 +124,7 @@ def record_fork_tokens(run: PathsRun, state: StateRun, timing: dict[str, Any]) -
 
 def run_cached_path(run: PathsRun, state: StateRun, first_s: float, timing: dict[str, Any]) -> None:
     """The same request again with its prefix resident, against the bound that token counts allow."""
-    seconds, response = time_call(lambda: run.engine.score(state.request, mode="parallel"))
+    seconds, response = time_call(lambda: run.engine.ask(state.request, mode="parallel"))
     if response.usage.cached_tokens != timing["prefix_tokens"]:
         raise BenchmarkError(f"second request missed the cache (state {state.record['id']})")
     tally = run.tallies["cached"]

@@ -40,7 +40,7 @@ def run_readout(settings: Any, request_path: Path = SINGLE_STATE, runs: int = RE
     for _ in tqdm(range(runs), desc="readout vs generation", unit="run", file=sys.stderr, disable=not progress):
         engine.clear_cache()  # cold: both sides read the state from scratch
         t0 = time.perf_counter()
-        response = engine.score(request, mode="parallel")
+        response = engine.ask(request, mode="parallel")
         readout_s.append(time.perf_counter() - t0)
         result = generate_json_answers(llm, request, reset=True)
         gen_s.append(result.seconds)

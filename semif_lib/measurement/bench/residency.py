@@ -44,11 +44,11 @@ def measure_target(engine: Any, row: dict[str, Any], others: Sequence[dict[str, 
     """From an empty cache: the other states scored (they stay cached), then the target prefilled and asked again."""
     engine.clear_cache()
     for other in others:
-        engine.score(as_request(other), mode="parallel")
+        engine.ask(as_request(other), mode="parallel")
     request = as_request(row)
-    first = engine.score(request, mode="parallel")  # prefill the target; it stays cached
+    first = engine.ask(request, mode="parallel")  # prefill the target; it stays cached
     out["prefill"].append((first.timing["prefix_tokens"] - first.usage.cached_tokens) / first.timing["prefill_s"])
-    response = engine.score(request, mode="parallel")
+    response = engine.ask(request, mode="parallel")
     if response.usage.cached_tokens != response.timing["prefix_tokens"]:
         raise BenchmarkError(f"the target missed the cache (state {row.get('id')}, {policy})")
     out["branches"].append(response.timing["branches_s"])

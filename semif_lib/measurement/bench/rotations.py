@@ -76,7 +76,7 @@ def run_rotations(engine: "DecisionEngine", items: Sequence[LabeledItem], rotati
             response, took = time_cold(engine, _choice_request(item, 0, variant == "rotations", rotations))
             seconds[variant] += took
             tokens[variant] += count_decoded_tokens(response)
-            shifted = engine.score(_choice_request(item, 1, variant == "rotations", rotations))
+            shifted = engine.ask(_choice_request(item, 1, variant == "rotations", rotations))
             answers[variant] = (response.answers, shifted.answers)
         for qid in answers["plain"][0]:
             tally["questions"] += 1

@@ -88,7 +88,7 @@ def time_cold(engine: Any, request: dict[str, Any]) -> tuple[Any, float]:
     """`request` scored from an empty prefix cache, and its seconds: arms compared cold all pay the same prefill."""
     engine.clear_cache()
     started = time.perf_counter()
-    response = engine.score(request)
+    response = engine.ask(request)
     return response, time.perf_counter() - started
 
 

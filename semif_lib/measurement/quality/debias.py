@@ -69,7 +69,7 @@ def _position_orders(engine: "DecisionEngine", item: LabeledItem) -> dict[int, l
     for qid, q in _choices(item).items():
         for shift in range(len(q["criteria"])):
             questions[f"{qid}@{shift}"] = {**q, "criteria": rotate_criteria(q["criteria"], shift), "x_debias": "none"}
-    answers = engine.score({"state": item.request["state"], "questions": questions}).answers
+    answers = engine.ask({"state": item.request["state"], "questions": questions}).answers
     orders: dict[str, list[list[float]]] = {}
     for key, answer in answers.items():
         orders.setdefault(key.rsplit("@", 1)[0], []).append(list(answer.probabilities.values()))
@@ -101,9 +101,9 @@ def _request(item: LabeledItem, shift: int, arm: str, rotations: int, state: str
 
 def _answer(engine: "DecisionEngine", item: LabeledItem, shift: int, arm: str, rotations: int) -> dict[str, dict[str, float]]:
     """Each question's probabilities by option under `arm`; content-free divides out the content-free request's."""
-    probs = {qid: dict(a.probabilities) for qid, a in engine.score(_request(item, shift, arm, rotations)).answers.items()}
+    probs = {qid: dict(a.probabilities) for qid, a in engine.ask(_request(item, shift, arm, rotations)).answers.items()}
     if arm == "content-free":
-        free = engine.score(_request(item, shift, arm, rotations, CONTENT_FREE_STATE)).answers
+        free = engine.ask(_request(item, shift, arm, rotations, CONTENT_FREE_STATE)).answers
         for qid, p in probs.items():
             ratio = {k: v / max(free[qid].probabilities[k], 1e-12) for k, v in p.items()}
             total = sum(ratio.values())

@@ -49,7 +49,7 @@ def score_decisions(engine: "DecisionEngine", items: Sequence[LabeledItem], prog
     out: list[Decision] = []
     for item in tqdm(items, desc="readout", unit="req", file=sys.stderr, disable=not progress):
         request = parse_request(item.request)
-        response = engine.score(request, include_logits=True)
+        response = engine.ask(request, include_logits=True)
         for qid, expected in item.labels.items():
             question = request.questions[qid]
             answer = response.answers[qid]
@@ -92,7 +92,7 @@ def _mean_over_states(
 
     sums: dict[str, Any] = {h: None for h in hashes}
     for state in states:
-        response = engine.score({"state": state, "questions": questions})
+        response = engine.ask({"state": state, "questions": questions})
         for i, h in enumerate(hashes):
             p = np.asarray(list(response.answers[f"q{i}"].probabilities.values()), dtype=np.float64)
             sums[h] = p if sums[h] is None else sums[h] + p
@@ -148,7 +148,7 @@ def _score_rotated(engine: "DecisionEngine", item: LabeledItem, qids: Sequence[s
 
     asked = item.request["questions"]
     questions = {q: {**asked[q], "criteria": rotate_options(asked[q]["criteria"], shift)} for q in qids}
-    response = engine.score({"state": item.request["state"], "questions": questions})
+    response = engine.ask({"state": item.request["state"], "questions": questions})
     return {q: np.asarray([response.answers[q].probabilities[n] for n in asked[q]["criteria"]]) for q in qids}
 
 
