@@ -28,7 +28,7 @@ import json
 from typing import Any, Iterable, Mapping
 
 from .errors import PayloadTooLargeError, RequestValidationError
-from .settings import ENV_PREFIX, Settings
+from .settings import Settings, env_names
 
 __all__ = ["MAX_NAME_CHARS", "check_limit", "check_name_lengths", "check_question_counts", "check_record_id", "hard_ceiling",
            "refuse_limit", "setting_variable"]
@@ -57,8 +57,8 @@ MAX_NAME_CHARS = 256
 
 
 def setting_variable(setting: str) -> str:
-    """The environment variable of the `Settings` field `setting` (`max_records`: SEMIF_MAX_RECORDS)."""
-    return f"{ENV_PREFIX}{setting.upper()}"
+    """The environment variable of the `Settings` field `setting` (`max_records`: SEMIF_MAX_RECORDS), as its field names it."""
+    return env_names()[setting]
 
 
 def hard_ceiling(setting: str) -> int | None:

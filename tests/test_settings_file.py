@@ -75,3 +75,24 @@ def test_settings_are_composed_by_concern_with_the_same_names():
     assert set(settings.FaultSettings.model_fields) == {"fault_decodes", "fault_rate", "fault_seed", "check_invariants"}
     assert settings.AwsSettings(_env_file=None, aws_region="eu-west-1").aws_region == "eu-west-1"  # a concern stands alone too
     assert settings.env_names()["role_arn"] == "SEMIF_ROLE_ARN" and settings.env_names()["n_ctx"] == "SEMIF_N_CTX"
+
+
+def test_every_variable_is_written_once_on_the_field_that_reads_it():
+    """`grep SEMIF_N_CTX semif_lib` finds its reader: each field names its variable literally (`validation_alias`), once,
+    in its concern's module, and `env_names` (errors, docs) reads the same names."""
+    import ast
+    from pathlib import Path
+
+    from semif_lib import settings
+
+    aliases: dict[str, list[tuple[str, str]]] = {}  # variable -> [(module, field)]
+    for path in Path(settings.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Call):
+                for keyword in node.value.keywords:
+                    if keyword.arg == "validation_alias" and isinstance(keyword.value, ast.Constant):
+                        aliases.setdefault(keyword.value.value, []).append((path.name, node.target.id))
+    for field, variable in settings.env_names().items():
+        if not variable.startswith(settings.ENV_PREFIX):
+            continue  # SageMaker's own names: constants in contract.py, where SageMaker's contract is written
+        assert [f for _, f in aliases.get(variable, [])] == [field], f"{variable}: written on {aliases.get(variable)}, not once on {field}"
