@@ -151,12 +151,13 @@ def llama_server(tmp_path_factory):
     from semif_lib.containers.textserver import find_llama_server, start_native_text_server
     from semif_lib.model.locate import find_model_path
     from semif_lib.processes import stop_process
+    from semif_lib.settings import load_settings
 
-    if find_llama_server() is None:
+    if (binary := find_llama_server(load_settings())) is None:
         pytest.skip("no llama-server: run `bash container/build_libllama.sh` (about 7.5 min on 2 cores)")
     config = peer_config.PeerConfig(n_ctx=4096, parallel=2)
     process, server = start_native_text_server(find_model_path(), config.sm_env(), free_port(),
-                                               tmp_path_factory.mktemp("llama") / "llama-server.log")
+                                               tmp_path_factory.mktemp("llama") / "llama-server.log", binary)
     yield server
     stop_process(process.pid, timeout_s=30)
 

@@ -131,12 +131,15 @@ def test_first_questions_and_quick_states_have_one_source():
 
 def test_bench_peer_flags_default_to_the_config(capsys):
     """`semif bench peer` with no flags runs `PeerConfig()`; each flag given replaces one field."""
+    from semif_lib.settings import Settings
+
+    machine = Settings(_env_file=None, llama_server="/opt/llama/llama-server")
     args = build_parser().parse_args(["bench", "peer"])
-    config = peer_run.config_from_args(args)
-    assert config == peer_config.PeerConfig(run_id=config.run_id)
+    config = peer_run.config_from_args(args, machine)
+    assert config == peer_config.PeerConfig(run_id=config.run_id, machine=machine)  # this machine's tools, handed down
     args = build_parser().parse_args(["bench", "peer", "--threads", "4", "--text-server", "native", "--paths", "decision-cold,server-json",
                                       "--clients", "0", "--model", "m.gguf"])
-    config = peer_run.config_from_args(args)
+    config = peer_run.config_from_args(args, machine)
     assert (config.threads, config.kind, list(config.paths), config.clients, str(config.model_path)) == (
         4, "native", ["decision-cold", "server-json"], 0, "m.gguf")
     assert config.n_ctx == peer_config.PeerConfig().n_ctx and config.parallel == peer_config.PeerConfig().parallel
@@ -210,7 +213,7 @@ def fake_peer(monkeypatch):
         yield "http://decision"
 
     @contextmanager
-    def text_server(model, sm_env, port, kind="auto", log_dir=None):
+    def text_server(model, sm_env, port, machine, kind="auto", log_dir=None):
         yield SimpleNamespace(kind="native-llama-server", build=1, image=None, chat_path="/v1/chat/completions", command=None,
                               base_url="http://text", fallback_reason=None)
 
@@ -266,7 +269,7 @@ def test_a_misspelt_figure_stops_bench_peer_after_its_first_state(fake_peer, tmp
 
 # ---------------------------------------------------------------- `semif bench modes` against a fake engine
 class _FakeEngine:
-    """Answers as `DecisionEngine.score` does (what `modes` reads only): a prefix cached after the first parallel request."""
+    """Answers as `DecisionEngine.ask` does (what `modes` reads only): a prefix cached after the first parallel request."""
 
     def __init__(self, settings=None) -> None:
         self.cached = False
@@ -277,7 +280,7 @@ class _FakeEngine:
     def close(self) -> None:
         pass
 
-    def score(self, request: dict, mode: str = "parallel"):
+    def ask(self, request: dict, mode: str = "parallel"):
         from types import SimpleNamespace
 
         questions = request["questions"]

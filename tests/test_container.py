@@ -239,15 +239,18 @@ def test_auto_text_server_falls_back_to_native_and_says_why(tmp_path):
     from semif_lib.errors import SemifError
 
     assert issubclass(ContainerError, SemifError) and ContainerError("x").status_code == 503  # the CLI prints one line
+    from semif_lib.settings import load_settings
+
+    machine = load_settings()
     broken = ContainerRuntime("false")  # a CLI that fails every call: image_exists says no
     with pytest.raises(ContainerError, match="cannot run the text DLC in a container: no image"):
-        with run_text_server(tmp_path / "m.gguf", {}, free_port(), kind="container", runtime=broken):
+        with run_text_server(tmp_path / "m.gguf", {}, free_port(), machine, kind="container", runtime=broken):
             pass
-    if find_llama_server() is None:
+    if find_llama_server(machine) is None:
         pytest.skip("no llama-server built (container/build_libllama.sh) for the native fallback")
     from semif_lib.model.locate import find_embedded_model
 
-    with run_text_server(find_embedded_model(), {"SM_LLAMA_CPP_CTX_SIZE": "512"}, free_port(), kind="auto", runtime=broken,
+    with run_text_server(find_embedded_model(), {"SM_LLAMA_CPP_CTX_SIZE": "512"}, free_port(), machine, kind="auto", runtime=broken,
                          log_dir=tmp_path) as server:
         assert server.kind == "native-llama-server" and "no image" in server.fallback_reason
         assert urllib.request.urlopen(server.base_url + "/health", timeout=10).status == 200

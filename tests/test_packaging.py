@@ -6,7 +6,11 @@ import tarfile
 
 import pytest
 
+from semif_lib.settings import Settings
+
 from support.aws import make_fake_gguf
+
+SETTINGS = Settings(_env_file=None)  # the packaging step's settings, handed down as the workshop does
 
 
 def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
@@ -14,7 +18,7 @@ def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
     from semif_lib.model.package import build_model_tarball, list_tarball
     from semif_lib.workshop import extract_model_package
 
-    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS)
     assert list_tarball(package.tarball) == [fake_gguf.name]  # nothing else, no folder: first *.gguf at root
     assert package.sha256 == hash_file(fake_gguf)
     with tarfile.open(package.tarball) as tar:
@@ -29,9 +33,9 @@ def test_tarball_has_the_gguf_at_its_root(tmp_path, fake_gguf):
 def test_tarball_is_reused_for_the_same_model(tmp_path, fake_gguf):
     from semif_lib.model.package import build_model_tarball
 
-    first = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    first = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS)
     mtime = first.tarball.stat().st_mtime_ns
-    second = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    second = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS)
     assert second.tarball == first.tarball and second.tarball.stat().st_mtime_ns == mtime
 
 
@@ -55,7 +59,7 @@ def test_upload_is_encrypted_and_idempotent(state, aws_settings, fake_gguf, tmp_
     from semif_lib.aws.clients import make_client
     from semif_lib.model.package import build_model_tarball
 
-    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS)
     first = packaging.upload_model(package, settings=aws_settings, state=state, progress=False)
     assert not first.skipped and first.uri.endswith(f"/models/{package.sha256[:12]}/model.tar.gz")
     head = make_client("s3", aws_settings).head_object(Bucket=first.bucket, Key=first.key)
@@ -77,7 +81,7 @@ def test_big_models_go_up_in_parts(state, aws_settings, fake_gguf, tmp_path, mon
 
     monkeypatch.setattr(packaging, "MULTIPART_THRESHOLD", 5 << 20)
     monkeypatch.setattr(packaging, "MULTIPART_CHUNK", 5 << 20)
-    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS)
     big = tmp_path / "incompressible.bin"  # zeros compress to nothing: upload a random file the same way
     big.write_bytes(__import__("os").urandom(11 << 20))
     bucket = packaging.ensure_bucket(aws_settings, state)
@@ -140,7 +144,7 @@ def test_a_split_gguf_is_packaged_whole(tmp_path):
 
     first = make_fake_gguf(tmp_path / "models" / "split.gguf", shards=2)  # llama.cpp's loader opens both
     second = first.with_name("split-00002-of-00002.gguf")
-    package = build_model_tarball(first, out_dir=tmp_path / "pkg")
+    package = build_model_tarball(first, out_dir=tmp_path / "pkg", settings=SETTINGS)
     assert list_tarball(package.tarball) == [first.name, second.name] and package.files == (first, second)
     assert package.sha256 == model_identity([hash_file(first), hash_file(second)], [first.name, second.name])
     assert package.gguf_size == first.stat().st_size + second.stat().st_size
@@ -148,7 +152,7 @@ def test_a_split_gguf_is_packaged_whole(tmp_path):
     assert find_gguf_in_dir(model_dir) == model_dir / first.name and (model_dir / second.name).read_bytes() == second.read_bytes()
     second.unlink()
     with pytest.raises(ModelNotFoundError, match="split-00002-of-00002.gguf missing beside it"):
-        build_model_tarball(first, out_dir=tmp_path / "pkg")
+        build_model_tarball(first, out_dir=tmp_path / "pkg", settings=SETTINGS)
 
 
 def test_packaging_checks_free_disk_first_and_names_the_size(tmp_path, fake_gguf, monkeypatch):
@@ -160,12 +164,13 @@ def test_packaging_checks_free_disk_first_and_names_the_size(tmp_path, fake_gguf
     real = shutil.disk_usage
     monkeypatch.setattr(model_package.shutil, "disk_usage", lambda path: real(path)._replace(free=1000))  # a nearly full disk
     with pytest.raises(InsufficientStorageError) as info:
-        model_package.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg")
+        model_package.build_model_tarball(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS)
     need = fake_gguf.stat().st_size + model_package.TAR_OVERHEAD
     assert f"needs {need / 1e9:.2f} GB free in {tmp_path}, 0.00 GB are" in info.value.message
     assert "SEMIF_MODEL_DATA=uncompressed" in info.value.message and info.value.status_code == 507
     assert not (tmp_path / "pkg").exists()
-    package = model_package.build_model_package(fake_gguf, out_dir=tmp_path / "pkg", uncompressed=True)  # no copy: no room needed
+    package = model_package.build_model_package(fake_gguf, out_dir=tmp_path / "pkg", settings=SETTINGS,
+                                                uncompressed=True)  # no copy: no room needed
     assert package.tarball is None and package.files == (fake_gguf,) and package.record()["model_data_url"].endswith("/")
 
 

@@ -115,7 +115,7 @@ os.execv(sys.executable, [sys.executable, "-c", {SERVER!r}, port])
 """
 
 
-def test_the_native_text_server_runs_through_the_harness(tmp_path, monkeypatch):
+def test_the_native_text_server_runs_through_the_harness(tmp_path):
     """`containers.textserver.run_text_server(kind="native")`: llama-server started, /health awaited, SIGTERM on exit."""
     from semif_lib.containers.runtime import ContainerError
     from semif_lib.containers.textserver import run_text_server, start_native_text_server
@@ -125,8 +125,10 @@ def test_the_native_text_server_runs_through_the_harness(tmp_path, monkeypatch):
     binary.chmod(0o755)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setenv("SEMIF_LLAMA_SERVER", str(binary))
-    with run_text_server(model, {}, free_port(), kind="native", log_dir=tmp_path) as server:
+    from semif_lib.settings import Settings
+
+    machine = Settings(_env_file=None, llama_server=binary)  # SEMIF_LLAMA_SERVER, handed down
+    with run_text_server(model, {}, free_port(), machine, kind="native", log_dir=tmp_path) as server:
         assert server.kind == "native-llama-server" and server.build == 10435
         assert is_answering(server.base_url, path="/health")
     assert not is_answering(server.base_url, path="/health")

@@ -1,8 +1,7 @@
 """Each wing its settings (issue 44, item 4): the environment is read on the top floor and handed down.
 
 `load_settings(` below the top floor (`cli`, `workshop`, `notebook`, `targets`) is allowed only in the entry points
-named here, each a command or process that turns its own flags into settings once (its top floor), and in the
-places not yet handed down (`NOT_YET`, to be emptied: a fixed one leaves the list).
+named here, each a command or process that turns its own flags into settings once (its top floor).
 """
 
 from __future__ import annotations
@@ -29,16 +28,9 @@ ENTRY_POINTS = {
     ("semif_lib.measurement.bench.invariance", "command_invariance"): "`semif bench invariance`",
     ("semif_lib.measurement.bench.coherence", "command_coherence"): "`semif bench coherence`",
     ("semif_lib.measurement.bench.workload", "describe_bench_run"): "the bench commands' flags over the environment",
+    ("semif_lib.measurement.bench.peer.run", "command_peer"): "`semif bench peer`: this machine's llama-server and runtime",
 }
 # Still reading the environment below the top floor: each to take its value as a parameter from its caller.
-NOT_YET = {
-    ("semif_lib.model.package", "build_model_package"),
-    ("semif_lib.containers.runtime", "find_container_runtime"),
-    ("semif_lib.containers.textserver", "find_llama_server"),
-    ("semif_lib.containers.images", "default_base_image"),
-}
-
-
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -61,8 +53,8 @@ def readers() -> set[tuple[str, str]]:
 
 
 def test_no_load_settings_below_the_top_floor():
-    assert sorted(readers() - set(ENTRY_POINTS) - NOT_YET) == []
+    assert sorted(readers() - set(ENTRY_POINTS)) == []
 
 
 def test_the_allowed_lists_name_real_readers():
-    assert sorted((set(ENTRY_POINTS) | NOT_YET) - readers()) == [], "handed down: take it off the list"
+    assert sorted(set(ENTRY_POINTS) - readers()) == [], "handed down: take it off the list"

@@ -80,9 +80,10 @@ def test_the_targets_on_this_machine_answer_over_http(name, tmp_path, stub):
 def test_a_machine_target_unpacks_the_model_package_once(tmp_path):
     from semif_lib.model.package import build_model_tarball
     from semif_lib.registry import WorkshopState
+    from semif_lib.settings import Settings
     from semif_lib.targets import LocalTarget
 
-    package = build_model_tarball(make_fake_gguf(tmp_path / "m.gguf"), out_dir=tmp_path / "packages")
+    package = build_model_tarball(make_fake_gguf(tmp_path / "m.gguf"), out_dir=tmp_path / "packages", settings=Settings(_env_file=None))
     state = WorkshopState.load(tmp_path / "state.json", "tgt001")
     target = LocalTarget(_settings(tmp_path, "local"))
     with pytest.raises(KeyError, match="01_package_gguf_to_s3"):
@@ -108,7 +109,7 @@ def test_local_target_builds_nothing_and_stops_what_it_started(tmp_path):
     assert target.delete_resource({"kind": "local_process", "name": "decision-server", "pid": proc.pid}) is False
 
 
-def test_container_target_refuses_an_image_it_cannot_run_and_removes_what_it_ran(tmp_path, monkeypatch):
+def test_container_target_refuses_an_image_it_cannot_run_and_removes_what_it_ran(tmp_path):
     from semif_lib.registry import WorkshopState
     from semif_lib.targets import ContainerTarget, LocalServerError, require_container_runtime
 
@@ -118,9 +119,8 @@ def test_container_target_refuses_an_image_it_cannot_run_and_removes_what_it_ran
         state.set("image_uri", image)
         with pytest.raises(LocalServerError, match="is not a local image"):
             target.deploy_decision_model(state, True)
-    monkeypatch.setenv("SEMIF_CONTAINER_RUNTIME", "none")
     with pytest.raises(LocalServerError, match="target=container needs a working docker or podman CLI"):
-        require_container_runtime()
+        require_container_runtime(_settings(tmp_path, "container", container_runtime="none"))  # SEMIF_CONTAINER_RUNTIME=none
     cli = tmp_path / "fake-docker"  # answers `container inspect` as for a container that is gone, and logs every call
     cli.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'calls'}\nexit 1\n")
     cli.chmod(0o755)
@@ -137,7 +137,7 @@ def test_aws_target_publishes_records_the_region_and_removes_on_moto(aws, aws_se
     target = AwsTarget(aws_settings)
     state = load_state(aws_settings)
     assert state.region == target.region() == "us-east-1"
-    package = build_model_tarball(fake_gguf, out_dir=aws_settings.state_file.parent / "packages")
+    package = build_model_tarball(fake_gguf, out_dir=aws_settings.state_file.parent / "packages", settings=aws_settings)
     published = target.publish_model(package, state, False)
     assert published["uploaded"] and published["model_data_url"].startswith("s3://")
     assert [e["kind"] for e in state.resources] == ["s3_bucket", "s3_object"]

@@ -241,7 +241,7 @@ def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -
     pinned = created = None
     if image is None:
         image, pinned, created = _read_registry(settings, notes)
-    build, read = _find_build(pinned or image, created, run, notes)
+    build, read = _find_build(pinned or image, created, run, notes, settings)
     try:
         binding = binding_for_build(build) if build is not None else None
     except BindingMismatchError:
@@ -267,12 +267,12 @@ def _read_registry(settings: Settings, notes: list[str]) -> tuple[str, str | Non
     return image, pinned, created
 
 
-def _find_build(image: str, created: str | None, run: bool, notes: list[str]) -> tuple[int | None, bool]:
+def _find_build(image: str, created: str | None, run: bool, notes: list[str], settings: Settings) -> tuple[int | None, bool]:
     """(the llama.cpp build, whether it was read from the image's llama-server): read with `run` where a container
     runtime is here, else inferred from the creation date's DLC release, else unknown (None)."""
     build, read = None, False
     if run:
-        runtime = find_container_runtime()
+        runtime = find_container_runtime(settings)
         if runtime is None:
             notes.append("--run: no docker or podman here")
         else:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..paths import repo_root
-from ..settings import load_settings
+from ..settings import ContainerSettings
 from .runtime import ContainerError, ContainerRuntime, image_exists
 
 __all__ = ["build_adapter_image", "build_image", "build_replica_image", "default_base_image"]
@@ -42,15 +42,16 @@ def build_image(runtime: ContainerRuntime, dockerfile: Path, tag: str, build_arg
     return tag
 
 
-def default_base_image(runtime: ContainerRuntime) -> str:
-    """The replica's base: `SEMIF_BASE_IMAGE`, else the locally made Debian (.ci/container_setup.sh), else Docker Hub's."""
-    configured = load_settings().base_image
+def default_base_image(runtime: ContainerRuntime, settings: ContainerSettings) -> str:
+    """The replica's base: `settings.base_image` (SEMIF_BASE_IMAGE), else the locally made Debian (.ci/container_setup.sh),
+    else Docker Hub's."""
+    configured = settings.base_image
     if configured:
         return configured
     return BASE_IMAGE if image_exists(runtime, BASE_IMAGE) else "docker.io/library/debian:bookworm-slim"
 
 
-def build_replica_image(runtime: ContainerRuntime, base_image: str | None = None, llama_cpp_dir: Path = LLAMA_CPP_DIR,
+def build_replica_image(runtime: ContainerRuntime, settings: ContainerSettings, llama_cpp_dir: Path = LLAMA_CPP_DIR,
                         tag: str = REPLICA_IMAGE, log_dir: Path = Path("results/tmp")) -> str:
     """The DLC replica (container/replica/Dockerfile) on llama.cpp from container/build_libllama.sh."""
     llama_cpp_dir = Path(llama_cpp_dir).resolve()
@@ -61,7 +62,7 @@ def build_replica_image(runtime: ContainerRuntime, base_image: str | None = None
         relative = llama_cpp_dir.relative_to(REPO_ROOT)
     except ValueError:
         raise ContainerError(f"{llama_cpp_dir} must be inside {REPO_ROOT}, the build context") from None
-    args = {"BASE_IMAGE": base_image or default_base_image(runtime), "LLAMA_CPP_DIR": relative.as_posix()}
+    args = {"BASE_IMAGE": default_base_image(runtime, settings), "LLAMA_CPP_DIR": relative.as_posix()}
     return build_image(runtime, REPO_ROOT / "container" / "replica" / "Dockerfile", tag, args,
                        log_path=log_dir / "build-replica-image.log")
 

@@ -21,7 +21,7 @@ from ..contract import KILL_AFTER_S, MODEL_DIR, PORT
 from ..errors import SemifError
 from ..llamabuilds import parse_llama_build
 from ..processes import wait_for_ping
-from ..settings import load_settings
+from ..settings import ContainerSettings
 
 __all__ = ["ContainerError", "ContainerRuntime", "RunningContainer", "find_container_runtime", "image_exists", "read_image_build",
            "run_container"]
@@ -56,14 +56,14 @@ class ContainerRuntime:
         return done
 
 
-def find_container_runtime(preferred: str | None = None) -> ContainerRuntime | None:
-    """The first of `preferred`, podman, docker whose CLI answers `info`; None when there is none.
+def find_container_runtime(settings: ContainerSettings) -> ContainerRuntime | None:
+    """The first of the configured runtime, podman, docker whose CLI answers `info`; None when there is none.
 
-    `SEMIF_CONTAINER_RUNTIME` names the preferred one (`none` disables containers). Machine-specific
-    runtime settings (the CI machines' runc and ulimits) come from the runtime's own configuration
+    `settings.container_runtime` (SEMIF_CONTAINER_RUNTIME) names the preferred one (`none` disables containers).
+    Machine-specific runtime settings (the CI machines' runc and ulimits) come from the runtime's own configuration
     (`CONTAINERS_CONF`), never from here.
     """
-    preferred = preferred if preferred is not None else (load_settings().container_runtime or "")
+    preferred = settings.container_runtime or ""
     if preferred.lower() == "none":
         return None
     candidates = [preferred] if preferred else ["podman", "docker"]

@@ -19,7 +19,7 @@ from ..contract import MODEL_DIR
 from ..llama_flags import build_server_command, find_gguf_in_dir
 from ..llamabuilds import parse_llama_build, read_llama_server_build
 from ..processes import ServerProcess, ServerStartError, start_server
-from ..settings import load_settings
+from ..settings import ContainerSettings
 from .images import LLAMA_CPP_DIR, REPLICA_IMAGE
 from .runtime import ContainerError, ContainerRuntime, RunningContainer, find_container_runtime, image_exists, run_container
 
@@ -28,9 +28,9 @@ __all__ = ["TextServer", "find_llama_server", "run_text_server", "start_native_t
 TextKind = Literal["auto", "container", "native"]
 
 
-def find_llama_server(directory: Path | None = None) -> Path | None:
-    """llama-server from `SEMIF_LLAMA_SERVER`, `directory`, the build of container/build_libllama.sh, or PATH."""
-    configured = load_settings().llama_server
+def find_llama_server(settings: ContainerSettings, directory: Path | None = None) -> Path | None:
+    """llama-server from `settings.llama_server` (SEMIF_LLAMA_SERVER), `directory`, container/build_libllama.sh's build, or PATH."""
+    configured = settings.llama_server
     candidates = [Path(configured)] if configured else []
     candidates += [Path(directory) / "llama-server"] if directory else []
     candidates += [LLAMA_CPP_DIR / "llama-server"]
@@ -59,13 +59,12 @@ class TextServer:
 
 
 def start_native_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, log_path: Path,
-                             binary: Path | None = None, startup_timeout_s: float = 120) -> tuple[ServerProcess, TextServer]:
+                             binary: Path | None, startup_timeout_s: float = 120) -> tuple[ServerProcess, TextServer]:
     """llama-server on 127.0.0.1:`port` with the flags the DLC entrypoint derives from `sm_env`, answering /health.
 
     The `ServerProcess` stops it (SIGTERM, SIGKILL after 30 s), also as a context manager.
     """
-    binary = binary or find_llama_server()
-    if binary is None:
+    if binary is None:  # what find_llama_server found
         raise ContainerError("no llama-server found: run `bash container/build_libllama.sh` (about 7.5 min on 2 cores) "
                              "or set SEMIF_LLAMA_SERVER to one")
     command = build_server_command(dict(sm_env), str(model_path), port, str(binary))
@@ -81,7 +80,7 @@ def start_native_text_server(model_path: Path, sm_env: Mapping[str, str], port: 
 
 
 @contextlib.contextmanager
-def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind: TextKind = "auto",
+def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, settings: ContainerSettings, kind: TextKind = "auto",
                     log_dir: Path = Path("results/tmp"), image: str = REPLICA_IMAGE,
                     runtime: ContainerRuntime | None = None) -> Iterator[TextServer]:
     """The text DLC as a user would meet it, stopped on exit (SIGTERM).
@@ -89,11 +88,13 @@ def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind
     `container` runs `image` (the DLC replica, or the real DLC image) with `model_path`'s folder
     mounted at /opt/ml/model; `native` runs llama-server itself; `auto` takes the container when a
     runtime and the image are present and the container starts, else native, saying why in
-    `fallback_reason`.
+    `fallback_reason`. `settings`: this machine's runtime and llama-server (SEMIF_CONTAINER_RUNTIME, SEMIF_LLAMA_SERVER).
     """
+    runtime = runtime or (None if kind == "native" else find_container_runtime(settings))
     container, fallback = (None, None) if kind == "native" else _start_text_container(model_path, sm_env, port, kind, image, runtime)
     if container is None:
-        process, server = start_native_text_server(model_path, sm_env, port, log_dir / f"llama-server-{port}.log")
+        process, server = start_native_text_server(model_path, sm_env, port, log_dir / f"llama-server-{port}.log",
+                                                   find_llama_server(settings))
         server.fallback_reason = fallback
         with process:
             yield server
@@ -111,7 +112,6 @@ def run_text_server(model_path: Path, sm_env: Mapping[str, str], port: int, kind
 def _start_text_container(model_path: Path, sm_env: Mapping[str, str], port: int, kind: TextKind, image: str,
                           runtime: ContainerRuntime | None) -> tuple[RunningContainer | None, str | None]:
     """`image` serving `model_path` on `port`, or None and why not; with kind="container" a reason is an error."""
-    runtime = runtime or find_container_runtime()
     if runtime is None:
         fallback = "no docker or podman CLI answers"
     elif not image_exists(runtime, image):

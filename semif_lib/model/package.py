@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InsufficientStorageError, ModelNotFoundError
-from ..settings import Settings, load_settings
+from ..settings import Settings
 from .hub import download_hub_model, hub_origin, is_hub_reference, local_shards
 from .locate import find_model_path, hash_file
 
@@ -114,8 +114,8 @@ def check_free_disk(folder: Path, need: int, what: str) -> None:
             "as it is, with no local copy", field="model_path")
 
 
-def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Path(".semif/packages"),
-                        settings: Settings | None = None, *, uncompressed: bool | None = None, compresslevel: int = 0,
+def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Path(".semif/packages"), *,
+                        settings: Settings, uncompressed: bool | None = None, compresslevel: int = 0,
                         inspect: Callable[[Path, str], dict[str, Any]] | None = None) -> ModelPackage:
     """Inspect, identify and package a model: `out_dir/<sha12>/model.tar.gz` (rebuilt only when missing), or, uncompressed,
     just the manifest beside the files that go up as they are.
@@ -126,7 +126,6 @@ def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Pa
     Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2 Q4_1 and took 25x longer), so gzip stores them
     (`compresslevel=0`): the format SageMaker wants, at disk speed.
     """
-    settings = settings or load_settings()
     uncompressed = settings.model_data == "uncompressed" if uncompressed is None else uncompressed
     files, digests, source = resolve_model_files(gguf, settings)
     names = [f.name for f in files]
@@ -150,9 +149,9 @@ def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Pa
 
 
 def build_model_tarball(gguf: Path | str | None = None, out_dir: Path | str = Path(".semif/packages"),
-                        compresslevel: int = 0, settings: Settings | None = None) -> ModelPackage:
+                        compresslevel: int = 0, *, settings: Settings) -> ModelPackage:
     """`build_model_package` with a tarball, whatever `SEMIF_MODEL_DATA` says."""
-    return build_model_package(gguf, out_dir, settings, uncompressed=False, compresslevel=compresslevel)
+    return build_model_package(gguf, out_dir, settings=settings, uncompressed=False, compresslevel=compresslevel)
 
 
 def _write_tarball(tarball: Path, files: tuple[Path, ...], compresslevel: int) -> None:

@@ -26,9 +26,9 @@ from .machine import LocalServerError, MachineTarget, check_port_free, port_of
 __all__ = ["ContainerTarget", "delete_local_container", "require_container_runtime", "resolve_text_image", "start_local_container"]
 
 
-def require_container_runtime() -> Any:
-    """The docker or podman CLI for target=container, or one line on how to get one."""
-    runtime = find_container_runtime()
+def require_container_runtime(settings: Settings) -> Any:
+    """The docker or podman CLI for target=container (SEMIF_CONTAINER_RUNTIME's first), or one line on how to get one."""
+    runtime = find_container_runtime(settings)
     if runtime is None:
         raise LocalServerError("target=container needs a working docker or podman CLI (none answered `info`): install one, "
                                "or use target=local, which runs the same servers as processes")
@@ -42,7 +42,7 @@ def start_local_container(kind: str, image: str, model_dir: Path, settings: Sett
     url = settings.local_decision_url if kind == "decision" else settings.local_text_url
     if is_answering(url):
         return url
-    runtime = require_container_runtime()
+    runtime = require_container_runtime(settings)
     check_port_free(kind, url, f"the {kind} container")
     name = f"semif-{kind}-{state.run_id}"
     runtime.run("rm", "-f", name, check=False)  # a stopped one left by an interrupted run
@@ -70,7 +70,7 @@ def resolve_text_image(settings: Settings, runtime: Any, log: Callable[[str], No
         log(f"text image: the local DLC replica {REPLICA_IMAGE} (the real DLC could not be pulled: {reason})")
     if not image_exists(runtime, REPLICA_IMAGE):
         log("building the DLC replica (container/replica/Dockerfile, about a minute once llama.cpp is built) ...")
-        build_replica_image(runtime)
+        build_replica_image(runtime, settings)
     return REPLICA_IMAGE
 
 
@@ -92,13 +92,13 @@ class ContainerTarget(MachineTarget):
     def deploy_text_model(self, state: WorkshopState, llama_settings: Mapping[str, Any] | None, wait: bool) -> str:
         self.plan_text_model(state, llama_settings)
         env = self.text_env(llama_settings)
-        image = resolve_text_image(self.settings, require_container_runtime())
+        image = resolve_text_image(self.settings, require_container_runtime(self.settings))
         url = start_local_container("text", image, self.model_dir(state), self.settings, state, env=env)
         state.set("text_image", image)
         return url
 
     def build_adapter_image(self, state: WorkshopState, wait: bool, log: Callable[[str], None]) -> str:
-        runtime = require_container_runtime()
+        runtime = require_container_runtime(self.settings)
         base = state.get("text_image") or resolve_text_image(self.settings, runtime, log)
         log(f"building {ADAPTER_IMAGE} from container/Dockerfile with BASE_IMAGE={base} (a few minutes: pip inside the image) ...")
         log_dir = Path(self.settings.state_file).parent

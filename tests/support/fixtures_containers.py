@@ -16,8 +16,9 @@ import pytest
 def container_runtime():
     """The docker or podman CLI; tests that run images skip with one line where there is none."""
     from semif_lib.containers.runtime import find_container_runtime
+    from semif_lib.settings import load_settings
 
-    runtime = find_container_runtime()
+    runtime = find_container_runtime(load_settings())  # SEMIF_CONTAINER_RUNTIME, as the workshop reads it
     if runtime is None:
         pytest.skip("no docker or podman CLI answers `info` (CI installs podman with .ci/container_setup.sh)")
 
@@ -36,10 +37,11 @@ def container_runtime():
 def replica_image(container_runtime, tmp_path_factory):
     """The DLC replica, built from this checkout on llama.cpp from container/build_libllama.sh (seconds once built)."""
     from semif_lib.containers.images import LLAMA_CPP_DIR, build_replica_image
+    from semif_lib.settings import load_settings
 
     if not (LLAMA_CPP_DIR / "llama-server").is_file():
         pytest.skip(f"no llama-server in {LLAMA_CPP_DIR}: run container/build_libllama.sh (CI: .ci/container_setup.sh)")
-    return build_replica_image(container_runtime, log_dir=tmp_path_factory.mktemp("replica-build"))
+    return build_replica_image(container_runtime, load_settings(), log_dir=tmp_path_factory.mktemp("replica-build"))
 
 
 @pytest.fixture(scope="session")

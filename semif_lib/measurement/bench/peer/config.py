@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ....llama_flags import build_sm_env
-from ....settings import Settings
+from ....settings import ContainerSettings, Settings
 from ...options import PEER_PATHS
 
 __all__ = ["CLIENT_TIMEOUT_S", "N_BATCH", "N_UBATCH", "PeerConfig", "peer_defaults"]
@@ -41,6 +41,7 @@ class PeerConfig:
     port: int = 18190  # semif serve; llama-server takes the next one
     log_dir: Path = Path("results/tmp")
     model_path: Path | None = None
+    machine: ContainerSettings | None = None  # this machine's llama-server and container runtime (the command reads them)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
     def sm_env(self, kv_unified: bool = True) -> dict[str, str]:

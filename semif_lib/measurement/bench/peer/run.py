@@ -42,6 +42,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 from ....errors import InvalidRequestError
+from ....settings import ContainerSettings, load_settings
 from ...options import PEER_PATHS, QUICK_STATES
 from ..harness import refuse_unknown, running_serve
 from ..workload import describe_machine, load_workload, write_result
@@ -183,7 +184,7 @@ def run_concurrency(run: PeerRun, workload: Sequence[dict[str, Any]], progress: 
 
 
 # ---------------------------------------------------------------- the run
-def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+def choose_decision_library(choice: str, machine: ContainerSettings) -> tuple[str, dict[str, str], dict[str, Any]]:
     """(module, environment, description) for `semif serve` on the chosen libllama.
 
     `build` runs the decision path on the llama.cpp build the peer runs (`container/build_libllama.sh`
@@ -193,7 +194,7 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
     """
     from ....containers.textserver import find_llama_server
 
-    binary = find_llama_server()
+    binary = find_llama_server(machine)
     directory = binary.parent.resolve() if binary else None
     usable = directory is not None and (directory / "libllama.so").is_file() and (directory / "python" / "llama_cpp").is_dir()
     if choice == "build" and not usable:
@@ -208,11 +209,11 @@ def choose_decision_library(choice: str) -> tuple[str, dict[str, str], dict[str,
             {"library": "build", "lib_dir": str(directory), "llama_cpp_build": int(build) if build and build.isdigit() else build})
 
 
-def offers_flag(flag: str) -> bool | None:
+def offers_flag(flag: str, machine: ContainerSettings) -> bool | None:
     """Whether the native llama-server's `--help` lists `flag` (None when there is no native binary to ask)."""
     from ....containers.textserver import find_llama_server
 
-    binary = find_llama_server()
+    binary = find_llama_server(machine)
     if binary is None:
         return None
     env = {**os.environ, "LD_LIBRARY_PATH": f"{binary.parent}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
@@ -246,12 +247,13 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     check_paths(config.paths)
     say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
     model = find_model_path(config.model_path)
-    sm_env = config.sm_env(kv_unified=offers_flag("--kv-unified") is not False)
-    module, library_env, library = choose_decision_library(config.decision_llama)
+    machine = config.machine or ContainerSettings.model_construct()  # unset: the defaults, no environment read here
+    sm_env = config.sm_env(kv_unified=offers_flag("--kv-unified", machine) is not False)
+    module, library_env, library = choose_decision_library(config.decision_llama, machine)
     serve_env = {**config.serve_env(model), **library_env}
     decision_server = DecisionServer(**library, env={k: v for k, v in serve_env.items() if k.startswith("SEMIF_")})
     with running_serve(config.port, serve_env, config.log_dir / "peer-serve.log", module=module) as decision_url, \
-            run_text_server(model, sm_env, config.port + 1, kind=config.kind, log_dir=config.log_dir) as server, \
+            run_text_server(model, sm_env, config.port + 1, machine, kind=config.kind, log_dir=config.log_dir) as server, \
             httpx.Client(timeout=CLIENT_TIMEOUT_S) as http:
         run = PeerRun(config, decision_url, server.base_url + server.chat_path, http, {p: PeerTally() for p in config.paths},
                       model=model, peer=describe_peer(server, sm_env), decision_server=decision_server)
@@ -291,15 +293,15 @@ def assemble_peer(run: PeerRun, concurrency: ClientPhases | None, partial: str |
 
 
 # ---------------------------------------------------------------- the command
-def config_from_args(args: Any) -> PeerConfig:
+def config_from_args(args: Any, machine: ContainerSettings) -> PeerConfig:
     """The run's `PeerConfig` from the flags given; every flag left out (None) keeps the config's default."""
     names = ("threads", "n_ctx", "parallel", "clients", "questions", "paths", "kind", "decision_llama", "port", "log_dir", "model_path")
-    return PeerConfig.from_options(**{name: getattr(args, name) for name in names})
+    return PeerConfig.from_options(machine=machine, **{name: getattr(args, name) for name in names})
 
 
 def command_peer(args: Any) -> int:
     """`semif bench peer`: the run, checkpointed after every state, the Markdown printed, results and plot written."""
-    config = config_from_args(args)
+    config = config_from_args(args, load_settings())  # the command reads the environment once: this machine's tools
     check_paths(config.paths)
     workload = load_workload(args.workload, states=args.states or (QUICK_STATES if args.quick else None))
     phase = args.concurrency_states or (config.clients if args.quick else None)
