@@ -8,7 +8,7 @@ The house has four wings with one-way doors (see the README's repository map):
 * `measurement/`: benchmarks (`bench/`), evaluation and calibration fitting (`quality/`), plots;
 
 on plumbing they all share (`contract`, `settings`, `errors`, `limits`, `paths`, `prices`, `arguments`, `jsonlines`,
-`processes`, `containers`, `llama_flags`, `llamabuilds`, `dockerfile`, `registry`, `invocation`, `model`),
+`processes`, `containers`, `llama_flags`, `llamabuilds`, `registry`, `invocation`, `model`),
 under a top floor that only the notebooks and the shell use (`workshop`, `notebook`, `targets`, `cli`).
 docs/architecture.md says what each module holds;
 tests/test_architecture.py holds this list, that map and every package's docstring to the modules on disk.

@@ -30,7 +30,7 @@ def _entrypoint_env(**extra: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------ static checks
 def test_dockerfile_builds_on_the_dlc_with_a_base_arg():
-    from semif_lib.dockerfile import Dockerfile  # the parser notebook 03's build-context check uses
+    from semif_lib.containers.dockerfile import Dockerfile  # the parser notebook 03's build-context check uses
 
     dockerfile = Dockerfile.read(CONTAINER / "Dockerfile")
     text, lines, args = dockerfile.text, dockerfile.lines, dockerfile.global_args()

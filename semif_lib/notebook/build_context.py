@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..aws.imagebuild import build_source_zip
-from ..dockerfile import Dockerfile
+from ..containers.dockerfile import Dockerfile
 from ..paths import repo_root
 
 __all__ = ["inspect_build_context"]

@@ -1,6 +1,6 @@
 """The adapter Dockerfile read as `docker build` reads it: which image its final stage starts from.
 
-The lines and ARGs come from `semif_lib.dockerfile` (the parser notebook 03's check uses); the ARG
+The lines and ARGs come from `semif_lib.containers.dockerfile` (the parser notebook 03's check uses); the ARG
 expansion in FROM lines is only needed here.
 """
 
@@ -26,7 +26,7 @@ def _expand(text: str, args: dict[str, str]) -> str:
 
 def dockerfile_base(build_args: dict[str, str]) -> str:
     """The image the adapter's final stage starts from, for `docker build --build-arg ...`."""
-    from semif_lib.dockerfile import Dockerfile
+    from semif_lib.containers.dockerfile import Dockerfile
 
     dockerfile = Dockerfile.read(ROOT / "container" / "Dockerfile")
     args = {name: build_args.get(name, default) for name, default in dockerfile.global_args().items()}
