@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..arguments import engine_overrides, run_command
+from ..contract import explain_long_context
 from ..decision.openai_schema import OpenAIRequest
 from ..decision.schema import DecisionRequest
 from ..errors import (
@@ -126,6 +127,8 @@ def _install_error_handlers(app: "FastAPI") -> None:
 
     @app.exception_handler(SemifError)
     async def _semif_error(request: Request, exc: SemifError) -> Any:
+        if getattr(request.state, "long_context", False) and exc.status_code == 413 and exc.field == "state":
+            exc = type(exc)(explain_long_context(exc.message), field=exc.field)  # the context's 413: the context is the bound
         return error_response(exc, _wire(request))
 
     @app.exception_handler(StarletteHTTPException)

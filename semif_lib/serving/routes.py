@@ -19,7 +19,7 @@ import hmac
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..contract import CUSTOM_ATTRIBUTES_HEADER, SESSION_HEADER, answer_deadline_s
+from ..contract import CUSTOM_ATTRIBUTES_HEADER, LONG_CONTEXT_HEADER, SESSION_HEADER, answer_deadline_s, read_long_context
 from ..decision.request import InternalRequest, ServerDefaults, resolve_request
 from ..decision.responses import DecisionResponse
 from ..errors import (
@@ -168,6 +168,10 @@ def _invocation_doc(openai: bool = False) -> dict[str, Any]:
 async def _read_body(request: Any, settings: Settings, wire: str | None) -> tuple[bytes, bool, str | None]:
     """Auth, content type and mode of an invoke request, and its body (limited and decoded): (body, JSON Lines?, mode)."""
     check_auth(request, settings)
+    try:  # TypeSafe-Danger-Zone-Long-Context: honoured within the context; the app's 413 then says so (contract)
+        request.state.long_context = read_long_context(request.headers.get(LONG_CONTEXT_HEADER))
+    except ValueError as exc:
+        raise InvalidRequestError(str(exc), field=LONG_CONTEXT_HEADER) from None
     ctype = read_content_type(request.headers.get("content-type")) or "application/json"
     jsonlines = ctype in JSONLINES_TYPES and wire is None
     if jsonlines and not settings.accept_jsonlines:
