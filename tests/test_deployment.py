@@ -190,6 +190,37 @@ def test_routing_strategies_are_sagemakers(aws_settings):
     assert all(f"`{value}`" in docs for value in known), sorted(v for v in known if f"`{v}`" not in docs)
 
 
+def test_endpoint_tracing_is_named_as_not_used(state, aws_settings, fake_gguf):
+    """botocore 1.44.18 added `CreateEndpointConfig.TracingConfig`: sampled requests with their payloads (the attendees'
+    states) go to the log group `/aws/sagemaker/Endpoints/<name>/traces`, which cleanup would then have to delete. The
+    workshop does not use it: no endpoint config it sends sets it, and docs/aws.md says so, quoting the botocore version
+    it was checked against (whose model has the option, if the one installed here is that version or newer)."""
+    import re
+
+    import botocore
+    import botocore.session
+
+    from semif_lib import workshop
+    from semif_lib.aws.clients import make_session
+
+    docs = (ROOT / "docs" / "aws.md").read_text(encoding="utf-8")
+    checked = re.search(r"TracingConfig` \(checked\s+against botocore (\d+)\.(\d+)\.(\d+)", docs)
+    assert checked and "**Endpoint request tracing is not used.**" in docs
+    installed = tuple(int(part) for part in botocore.__version__.split(".")[:3])
+    members = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateEndpointConfig").input_shape.members
+    if installed >= tuple(int(part) for part in checked.groups()):
+        assert "TracingConfig" in members and "/aws/sagemaker/Endpoints/<name>/traces" in docs
+    sent: list[dict] = []
+    make_session(aws_settings).events.register("before-parameter-build.sagemaker.CreateEndpointConfig",
+                                               lambda params, **_: sent.append(dict(params)))
+    workshop.package_model(fake_gguf, settings=aws_settings, state=state, progress=False)
+    workshop.deploy_text_model(settings=aws_settings, state=state)
+    state.set("image_uri", "123456789012.dkr.ecr.us-east-1.amazonaws.com/semif-adapter@sha256:" + "1" * 64)
+    workshop.deploy_decision_model(settings=aws_settings, state=state)
+    workshop.deploy_async_decision_model(settings=aws_settings, state=state)
+    assert len(sent) == 3 and not [config["EndpointConfigName"] for config in sent if "TracingConfig" in config]
+
+
 # ------------------------------------------------------------------ GPU settings, rollbacks
 def test_cuda_text_endpoint_merges_the_notebooks_settings(aws, aws_settings, fake_gguf):
     """Notebook 02 passes its own llama settings: they update the cuda defaults, GPU offload stays."""
