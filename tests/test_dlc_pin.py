@@ -7,33 +7,11 @@ repository), so BatchGetImage with that registry id answers as the DLC registry 
 
 from __future__ import annotations
 
-import contextlib
 import json
 
+from support.aws import denied_on_the_dlc
+
 DLC = "763104351884"
-
-
-@contextlib.contextmanager
-def denied_on_the_dlc(tmp_path, action: str):
-    """Every AWS call this test makes is decided by an identity policy (evaluated on moto by tests/support/aws_identity.py)
-    that allows everything but `action` on the DLC registry's repositories: a narrow role or an SCP, as AWS answers it."""
-    from semif_lib.aws import clients
-
-    from support.aws import SESSION_HOOKS
-    from support.aws_identity import IdentityEnforcer
-
-    policy = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": "*", "Resource": "*"},
-        {"Effect": "Deny", "Action": action, "Resource": f"arn:aws:ecr:*:{DLC}:repository/*"}]}
-    enforcer = IdentityEnforcer("arn:aws:iam::123456789012:role/event-team", "arn:aws:sts::123456789012:assumed-role/event-team/s",
-                                [policy], tmp_path / "calls.jsonl")
-    SESSION_HOOKS.append(enforcer.register)
-    clients.reset_sessions()
-    try:
-        yield
-    finally:
-        SESSION_HOOKS.remove(enforcer.register)
-        clients.reset_sessions()
 
 
 def _push(ecr, config_digest: str) -> str:

@@ -14,8 +14,18 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Callable
 
-from ..containers.runtime import find_container_runtime, read_image_build
-from ..llamabuilds import DLC_RELEASES, VERIFIED_BINDINGS, BindingMismatchError, binding_for_build, release_at, release_for_build
+from ..containers.runtime import find_container_runtime, read_image_version
+from ..llamabuilds import (
+    DLC_RELEASES,
+    UPSTREAM_RELEASES,
+    VERIFIED_BINDINGS,
+    BindingMismatchError,
+    describe_pair,
+    follow_release,
+    name_build,
+    pair_for_build,
+    release_at,
+)
 from ..registry import WorkshopState
 from ..settings import Settings
 from .clients import get_region, make_client, partition_for
@@ -206,28 +216,46 @@ class DlcCheck:
     read: bool  # True: `build` was read from the binary; False: inferred, or unknown
     binding: str | None  # the verified llama-cpp-python for `build`, None where there is none
     notes: tuple[str, ...] = ()
+    version: str | None = None  # what its llama-server printed (`0.7.0`): names a release whose build no table records
 
     def lines(self) -> list[str]:
-        release = release_for_build(self.build) if self.build is not None else None
-        shown = f"b{self.build}" + (f" ({release.name}, the DLC's release of {release.date})" if release else "")
         out = [f"image    {self.image}"]
         out += [f"digest   {self.pinned}"] if self.pinned else []
         out += [f"created  {self.created}"] if self.created else []
-        if self.build is None:
-            out.append("build    unknown: run `semif dlc check --run` where docker or podman can pull the image (llama-server --version)")
-        else:
-            out.append(f"build    {shown}, {'read from its llama-server --version' if self.read else 'inferred from its date only'}")
-        known = ", ".join(f"b{p.builds.start}-b{p.builds.stop - 1} -> {p.binding}" for p in VERIFIED_BINDINGS)
-        if self.binding:
-            out.append(f"binding  llama-cpp-python {self.binding}: notebook 03's adapter image builds on it")
-        elif self.build is not None:
-            out.append(f"binding  none verified for b{self.build} (verified: {known}): notebook 03's image build will stop; pin a "
-                       f"digest of a known build with SEMIF_DLC_IMAGE, or bring a prebuilt adapter (SEMIF_ADAPTER_IMAGE_URI)")
+        out.append(self._build_line())
+        out += self._binding_lines()
         out += [f"note     {n}" for n in self.notes]
         if self.pinned and self.binding:
             out.append(f"pin it   SEMIF_DLC_IMAGE={self.pinned}")
-        out.append(f"known    {', '.join(f'{r.name} = b{r.build} from {r.date}' for r in DLC_RELEASES)} (AWS's changelog)")
+        out.append(f"known    {', '.join(f'{r.name} = b{r.build} from {r.date}' for r in DLC_RELEASES)} (AWS's changelog); upstream since: "
+                   + ", ".join(f"{r.name}{f' = b{r.build}' if r.build else ''}" for r in UPSTREAM_RELEASES))
         return out
+
+    def _build_line(self) -> str:
+        """The build and the release it is (the DLC's, upstream's, or the one a nightly follows), and how it was found."""
+        if self.build is None and self.version is None:
+            return "build    unknown: run `semif dlc check --run` where docker or podman can pull the image (llama-server --version)"
+        how = "read from its llama-server --version" if self.read else "inferred from its date only"
+        shown = f"b{self.build}" if self.build is not None else f"version {self.version}"
+        named = name_build(self.build, self.version)
+        if named:
+            return f"build    {shown} ({named}), {how}"
+        nightly = follow_release(self.build, self.version)
+        return f"build    {shown}, {how}" + (f"; {nightly}" if nightly else "")
+
+    def _binding_lines(self) -> list[str]:
+        """Which verified pair the adapter image takes for this build, or that none is verified and what to do."""
+        pair = next((p for p in VERIFIED_BINDINGS if self.build in p.builds), None) if self.build is not None else None
+        if self.binding and pair is not None:
+            return [f"binding  llama-cpp-python {self.binding}, the verified pair {describe_pair(pair)}: "
+                    "notebook 03's adapter image builds on it"]
+        if self.build is None and self.version is None:
+            return []
+        known = ", ".join(describe_pair(p) for p in VERIFIED_BINDINGS)
+        what = f"b{self.build}" if self.build is not None else f"version {self.version} (no build number recorded)"
+        return [f"binding  none verified for {what} (verified: {known}): notebook 03's image build will stop; pin a digest of "
+                "a known build with SEMIF_DLC_IMAGE, or bring a prebuilt adapter (SEMIF_ADAPTER_IMAGE_URI); `semif dlc newest` "
+                "says whether PyPI has a newer build to verify"]
 
 
 def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -> DlcCheck:
@@ -241,12 +269,12 @@ def check_dlc(settings: Settings, image: str | None = None, run: bool = False) -
     pinned = created = None
     if image is None:
         image, pinned, created = _read_registry(settings, notes)
-    build, read = _find_build(pinned or image, created, run, notes, settings)
+    build, read, version = _find_build(pinned or image, created, run, notes, settings)
     try:
-        binding = binding_for_build(build) if build is not None else None
+        binding = pair_for_build(build).binding if build is not None else None
     except BindingMismatchError:
         binding = None
-    return DlcCheck(image, pinned, created, build, read, binding, tuple(notes))
+    return DlcCheck(image, pinned, created, build, read, binding, tuple(notes), version)
 
 
 def _read_registry(settings: Settings, notes: list[str]) -> tuple[str, str | None, str | None]:
@@ -267,20 +295,21 @@ def _read_registry(settings: Settings, notes: list[str]) -> tuple[str, str | Non
     return image, pinned, created
 
 
-def _find_build(image: str, created: str | None, run: bool, notes: list[str], settings: Settings) -> tuple[int | None, bool]:
-    """(the llama.cpp build, whether it was read from the image's llama-server): read with `run` where a container
-    runtime is here, else inferred from the creation date's DLC release, else unknown (None)."""
-    build, read = None, False
+def _find_build(image: str, created: str | None, run: bool, notes: list[str], settings: Settings) -> tuple[int | None, bool, str | None]:
+    """(the llama.cpp build, whether it was read from the image's llama-server, the version it printed): read with `run`
+    where a container runtime is here, else inferred from the creation date's DLC release, else unknown (None)."""
+    build, read, version = None, False, None
     if run:
         runtime = find_container_runtime(settings)
         if runtime is None:
             notes.append("--run: no docker or podman here")
         else:
-            build, read = read_image_build(runtime, image), True
-    if build is None and created:
+            found = read_image_version(runtime, image)
+            build, read, version = found.build, True, found.version
+    if build is None and version is None and created:
         release = release_at(created)
         build = release.build if release else None
-    return build, read
+    return build, read, version
 
 
 def read_dlc_created(settings: Settings, pinned: str) -> tuple[str | None, str]:

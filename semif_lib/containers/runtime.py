@@ -19,12 +19,12 @@ from typing import Mapping, Sequence
 
 from ..contract import KILL_AFTER_S, MODEL_DIR, PORT
 from ..errors import SemifError
-from ..llamabuilds import parse_llama_build
+from ..llamabuilds import LlamaVersion, read_llama_version
 from ..processes import wait_for_ping
 from ..settings import ContainerSettings
 
 __all__ = ["ContainerError", "ContainerRuntime", "RunningContainer", "find_container_runtime", "image_exists", "read_image_build",
-           "run_container"]
+           "read_image_version", "run_container"]
 
 STOP_TIMEOUT_S = int(KILL_AFTER_S)  # SageMaker's SIGTERM-to-SIGKILL grace period (`docker stop -t` takes whole seconds)
 
@@ -85,17 +85,23 @@ def image_exists(runtime: ContainerRuntime, image: str) -> bool:
     return runtime.run("image", "inspect", image, check=False).returncode == 0
 
 
-def read_image_build(runtime: ContainerRuntime, image: str, timeout_s: float = 900) -> int | None:
-    """The llama.cpp build an image carries, from its own `llama-server --version` (pulled first if it is not local).
+def read_image_version(runtime: ContainerRuntime, image: str, timeout_s: float = 900) -> LlamaVersion:
+    """The llama.cpp version and build an image carries, from its own `llama-server --version` (pulled first if it is not
+    local); a release whose build number no table here records (v0.7.0 built without git history) has only its version.
 
     What `semif dlc check --run` reads: the DLC labels no build, so the binary is the one source that cannot drift."""
     done = runtime.run("run", "--rm", "--entrypoint", "llama-server", image, "--version", timeout_s=timeout_s, check=False)
-    build = parse_llama_build(done.stdout + done.stderr)
-    if build is None:
+    found = read_llama_version(done.stdout + done.stderr)
+    if found.build is None and found.version is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise ContainerError(f"`{runtime.name} run --entrypoint llama-server {image} --version` printed no llama.cpp build "
                              f"(exit {done.returncode}): {' | '.join(tail) or 'no output'}")
-    return build
+    return found
+
+
+def read_image_build(runtime: ContainerRuntime, image: str, timeout_s: float = 900) -> int | None:
+    """The llama.cpp build an image carries (`read_image_version`), None where only its version is known."""
+    return read_image_version(runtime, image, timeout_s).build
 
 
 @dataclass

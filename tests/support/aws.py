@@ -14,6 +14,7 @@ an adapter image build would push, exporting its digest as container/buildspec.y
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import shutil
 import tempfile
@@ -262,3 +263,25 @@ def patch_sessions() -> None:
     session.moto_patched = True
     session.__wrapped__ = original
     clients._session = session
+
+
+@contextlib.contextmanager
+def denied_on_the_dlc(tmp_path, action: str):
+    """Every AWS call this test makes is decided by an identity policy (evaluated on moto by tests/support/aws_identity.py)
+    that allows everything but `action` on the DLC registry's repositories: a narrow role or an SCP, as AWS answers it."""
+    from semif_lib.aws import clients
+
+    from support.aws_identity import IdentityEnforcer
+
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "*", "Resource": "*"},
+        {"Effect": "Deny", "Action": action, "Resource": f"arn:aws:ecr:*:{DLC_ACCOUNT}:repository/*"}]}
+    enforcer = IdentityEnforcer("arn:aws:iam::123456789012:role/event-team", "arn:aws:sts::123456789012:assumed-role/event-team/s",
+                                [policy], tmp_path / "calls.jsonl")
+    SESSION_HOOKS.append(enforcer.register)
+    clients.reset_sessions()
+    try:
+        yield
+    finally:
+        SESSION_HOOKS.remove(enforcer.register)
+        clients.reset_sessions()
