@@ -23,8 +23,8 @@ from ..llamabuilds import LlamaVersion, read_llama_version
 from ..processes import wait_for_ping
 from ..settings import ContainerSettings
 
-__all__ = ["ContainerError", "ContainerRuntime", "RunningContainer", "find_container_runtime", "image_exists", "read_image_build",
-           "read_image_version", "run_container"]
+__all__ = ["ContainerError", "ContainerRuntime", "RunningContainer", "find_container_runtime", "image_exists", "read_image_version",
+           "run_container"]
 
 STOP_TIMEOUT_S = int(KILL_AFTER_S)  # SageMaker's SIGTERM-to-SIGKILL grace period (`docker stop -t` takes whole seconds)
 
@@ -97,11 +97,6 @@ def read_image_version(runtime: ContainerRuntime, image: str, timeout_s: float =
         raise ContainerError(f"`{runtime.name} run --entrypoint llama-server {image} --version` printed no llama.cpp build "
                              f"(exit {done.returncode}): {' | '.join(tail) or 'no output'}")
     return found
-
-
-def read_image_build(runtime: ContainerRuntime, image: str, timeout_s: float = 900) -> int | None:
-    """The llama.cpp build an image carries (`read_image_version`), None where only its version is known."""
-    return read_image_version(runtime, image, timeout_s).build
 
 
 @dataclass
