@@ -100,12 +100,12 @@ class RecordingEngine(FakeWing):
     def __exit__(self, *exc):
         pass
 
-    def score(self, data, mode=None):
+    def ask(self, data, mode=None):
         from semif_lib.decision.responses import DecisionResponse
         from semif_lib.decision.schema import DecisionRequest, parse_request
 
         self.modes.append(mode)
-        request = data if isinstance(data, DecisionRequest) else parse_request(data)  # as DecisionEngine.score
+        request = data if isinstance(data, DecisionRequest) else parse_request(data)  # as DecisionEngine.ask
         answers = {qid: {"type": "noul", "noul": 0.5, "x_probabilities": {"true": 0.5, "false": 0.5}, "x_option_mass": 1.0}
                    for qid in request.questions}
         return DecisionResponse.model_validate({"model": "fake", "answers": answers, "usage": {"input_tokens": 1},
