@@ -18,7 +18,15 @@ def test_workload_shape():
     assert len(load_workload(quick=True)) == QUICK_STATES
 
 
-def test_quick_is_the_first_states_with_fresh_on_their_first_questions(monkeypatch):
+@pytest.fixture
+def no_baseline(monkeypatch):
+    """`semif bench` without its baseline run (a model load): tests of the model-free tier call the command itself."""
+    from semif_lib.measurement import conditions
+
+    monkeypatch.setattr(conditions, "measure_baseline", lambda threads, env=None, module=None: {"error": "not measured in tests"})
+
+
+def test_quick_is_the_first_states_with_fresh_on_their_first_questions(monkeypatch, no_baseline):
     """`semif bench modes --quick` hands the run the first QUICK_STATES states, fresh on QUICK_FRESH_QUESTIONS
     of them, and writes modes-quick.json (the run itself: the next test, on fewer states)."""
     from semif_lib.measurement.bench import paths as bench_paths
@@ -127,7 +135,7 @@ def test_residency_benchmark_writes_every_level_for_both_policies(tmp_path):
     assert doc["command"].startswith("semif bench residency")
 
 
-def test_residency_bad_arguments_get_one_clear_line(capsys):
+def test_residency_bad_arguments_get_one_clear_line(capsys, no_baseline):
     import pytest
 
     assert main(["bench", "residency", "--states", "1", "--resident", "0,2"]) == 2

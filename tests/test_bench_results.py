@@ -217,7 +217,10 @@ def fake_peer(monkeypatch):
         yield SimpleNamespace(kind="native-llama-server", build=1, image=None, chat_path="/v1/chat/completions", command=None,
                               base_url="http://text", fallback_reason=None)
 
+    from semif_lib.measurement import conditions
+
     _FakeServers.calls = []
+    monkeypatch.setattr(conditions, "measure_baseline", lambda threads, env=None, module=None: {"error": "not measured in tests"})
     monkeypatch.setattr(httpx, "Client", _FakeServers)
     monkeypatch.setattr(peer_run, "running_serve", serve)
     monkeypatch.setattr(textserver, "run_text_server", text_server)
@@ -253,6 +256,21 @@ def test_bench_peer_runs_end_to_end_against_fake_servers(fake_peer, tmp_path, ca
     partial = [peer_results.PeerResults.model_validate(doc) for doc in fake_peer[:-1]]  # the checkpoints, then the complete file
     assert [p.partial for p in partial] == ["not measured yet: states 2-2, the client phase", "not measured yet: the client phase"]
     assert "partial" not in fake_peer[-1] and fake_peer[-1]["command"] == "semif bench peer"
+
+
+def test_bench_peer_writes_the_machine_the_baseline_and_an_interval_on_each_paired_ratio(fake_peer, tmp_path):
+    code, out = _bench_peer(tmp_path)
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert list(doc)[-1] == "conditions" and doc["conditions"]["machine"]["cpu"] and doc["conditions"]["start"]
+    assert doc["conditions"]["baseline"] == {"error": "not measured in tests"}  # the fixture's: recorded as it came
+    targets = peer_results.PeerResults.read(out).targets
+    for target in (targets.cold_vs_best_server, targets.cached_vs_best_server, targets.readout_vs_server_json):
+        assert target.interval.states == 2 and target.interval.verdict in ("met", "not met", "spans the target")
+        low, high = target.interval.bounds
+        assert low <= high  # (against fake servers the per-state seconds are too small to hold the ratio itself)
+    assert targets.concurrent_clients.model_fields_set.isdisjoint({"interval"})  # the client phase pairs no states
+    assert "over 2 states:" in peer_report.format_peer(doc)
 
 
 def test_a_misspelt_figure_stops_bench_peer_after_its_first_state(fake_peer, tmp_path, monkeypatch):

@@ -19,7 +19,9 @@ Two rooms and what they share. Every benchmark exposes `run_<x>` (the measuremen
 * Shared by both: `options` (every name and default the commands' help shows), `answers` (an answer's
   probabilities and argmax: the one reader of responses, a noul's `x_probabilities` included),
   `agreement` (argmax agreement and max |Δp|, the one rule for every comparison), `baseline` (what a
-  user of llama-cpp-python's chat API would do instead) and `plots` (the notebooks' charts, `save_figure`).
+  user of llama-cpp-python's chat API would do instead), `plots` (the notebooks' charts, `save_figure`) and
+  `conditions` (what every `semif bench` results file records beside its figures: the machine, its load,
+  a baseline of what it delivered, and a bootstrap interval on each ratio).
 * `cli`: every flag of the wing, light; a command's module is imported when that command runs.
 
 Its doors, exactly (tests/test_architecture.py holds this list to the code): `arguments`, `containers`, `contract`,

@@ -1,5 +1,6 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
-rotations | debias | invariance | preamble | coherence | scale`, `semif eval`, `semif eval-compare`, `semif sets` and `semif calibrate`.
+rotations | debias | invariance | preamble | coherence | scale`, `semif intervals`, `semif eval`, `semif eval-compare`,
+`semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
 shows come from `options` and `bench.peer.config`, so `semif --help` loads no benchmark, no numpy and no
@@ -189,6 +190,10 @@ def add_model_run_flags(p: Any, which: str, output: str = "results/bench/{which}
     add_engine_arguments(p)
 
 
+def add_intervals_flags(p: Any) -> None:
+    p.add_argument("files", nargs="+", type=Path, help="results files of `semif bench modes` or `semif bench peer`, rewritten in place")
+
+
 def add_eval_flags(p: Any) -> None:
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
     p.add_argument("--calibrate", action="store_true",
@@ -274,6 +279,8 @@ COMMANDS: dict[str, Command] = {
                                "the gap in P(yes) and each one's accuracy (one run)", add_coherence_flags),
     "bench scale": Command("bench.scale:command_scale", "semif serve x 1, 2, 4 behind a SageMaker-like router: random routing against "
                            "stateful sessions (cache hits, decisions/s, p50/p95), and the cost per million decisions", add_scale_flags),
+    "intervals": Command("bench.intervals:command_intervals", "add the bootstrap interval over states to each target of a modes or "
+                         "peer results file written before runs recorded them (from its own per-state seconds)", add_intervals_flags),
     "eval": Command("quality.evaluate:command_eval", "decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, "
                     "debias, permute", add_eval_flags),
     "eval-compare": Command("quality.comparison:command_compare", "several `semif eval --output` reports side by side (JSON and "
@@ -286,9 +293,19 @@ COMMANDS: dict[str, Command] = {
 
 
 def run_measurement(name: str, args: argparse.Namespace) -> int:
-    """Run the command `name` of `COMMANDS`: its module is imported now, so building the parser imports none."""
+    """Run the command `name` of `COMMANDS`: its module is imported now, so building the parser imports none.
+
+    Every `semif bench` command runs inside `conditions.recording`: the machine, its load and a baseline are
+    read before it starts and go into every results file it writes.
+    """
     module, _, function = COMMANDS[name].run.partition(":")
-    return getattr(importlib.import_module(f"{__package__}.{module}"), function)(args)
+    run = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    if not name.startswith("bench "):
+        return run(args)
+    from .conditions import recording
+
+    with recording(getattr(args, "threads", None)):
+        return run(args)
 
 
 def add_commands(subparsers: Any, prefix: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from ..agreement import Agreement
 from ..answers import read_probabilities
 from ..baseline import open_chat_model, read_top_logprobs
+from ..conditions import format_interval
 from ..options import PATHS, QUICK_FRESH_QUESTIONS
 from .bounds import check_targets, estimate_fork_ceiling
 from .harness import BenchmarkError, refuse_unknown, time_call
@@ -40,6 +41,12 @@ class PathTally:
     seconds: list[float] = field(default_factory=list)
     decisions: int = 0
     agreement: Agreement = field(default_factory=Agreement)  # against fresh, on the questions fresh scored
+    counts: list[int] = field(default_factory=list)  # decisions per state, beside `seconds`: the pairs intervals resample
+
+    def add_state(self, seconds: float, decisions: int) -> None:
+        self.seconds.append(seconds)
+        self.counts.append(decisions)
+        self.decisions += decisions
 
 
 @dataclass
@@ -82,7 +89,6 @@ def run_fresh_path(run: PathsRun, state: StateRun, path: str) -> float:
     request = first_questions(state.request, run.fresh_questions)
     seconds, response = time_call(lambda: run.engine.ask(request, mode="fresh"))
     state.probs[path] = probabilities_of(response)
-    run.tallies[path].decisions += len(request["questions"])
     return seconds
 
 
@@ -90,7 +96,6 @@ def score_fork(run: PathsRun, state: StateRun, path: str) -> tuple[float, Any]:
     """(seconds, response) of the whole state through the engine mode named `path`."""
     seconds, response = time_call(lambda: run.engine.ask(state.request, mode=path))
     state.probs[path] = probabilities_of(response)
-    run.tallies[path].decisions += state.n_questions
     return seconds, response
 
 
@@ -127,10 +132,8 @@ def run_cached_path(run: PathsRun, state: StateRun, first_s: float, timing: dict
     seconds, response = time_call(lambda: run.engine.ask(state.request, mode="parallel"))
     if response.usage.cached_tokens != timing["prefix_tokens"]:
         raise BenchmarkError(f"second request missed the cache (state {state.record['id']})")
-    tally = run.tallies["cached"]
-    tally.seconds.append(seconds)
+    run.tallies["cached"].add_state(seconds, state.n_questions)
     state.record["seconds"]["cached"] = round(seconds, 4)
-    tally.decisions += state.n_questions
     state.probs["cached"] = probabilities_of(response)
     suffix_total = sum(timing["suffix_tokens"].values())
     run.bound_ratios.append((first_s / seconds, (timing["prefix_tokens"] + suffix_total) / suffix_total))
@@ -141,7 +144,6 @@ def run_naive_user_path(run: PathsRun, state: StateRun, path: str) -> float:
     """What a llama-cpp-python chat user would do: one completion per question, top logprobs read back."""
     seconds, probs = time_call(lambda: read_top_logprobs(run.naive_llm, state.request, reset=True))
     state.probs[path] = probs
-    run.tallies[path].decisions += state.n_questions
     return seconds
 
 
@@ -170,7 +172,8 @@ def run_state(run: PathsRun, row: dict[str, Any]) -> None:
             continue  # measured right after parallel's first request
         run.engine.clear_cache()
         seconds = PATH_RUNNERS[path](run, state, path)
-        run.tallies[path].seconds.append(seconds)
+        asked = run.fresh_questions if path == "fresh" else None
+        run.tallies[path].add_state(seconds, len(first_questions(state.request, asked)["questions"]))
         state.record["seconds"][path] = round(seconds, 4)
     run.per_state.append(state.record)
     compare_with_fresh(run, state)
@@ -245,7 +248,7 @@ def summarize_run(run: PathsRun, workload: Sequence[dict[str, Any]]) -> dict[str
             "bound_decoded_tokens": round(statistics.median(run.decoded_bounds), 3) if run.decoded_bounds else None,
         },
         "fork_ceiling": estimate_fork_ceiling(run.forks),
-        "targets": check_targets(summary, bounds),
+        "targets": check_targets(summary, bounds, {p: list(zip(t.counts, t.seconds, strict=True)) for p, t in run.tallies.items()}),
         "per_state": run.per_state,
     }
 
@@ -274,11 +277,12 @@ def format_paths(doc: dict[str, Any]) -> str:
         flips = "-" if path == "fresh" else r["argmax_flips_vs_fresh"]
         dp = "-" if path == "fresh" else f"{r['max_abs_dp_vs_fresh']:.3f}"
         rows.append(f"| {path} | {r['decisions']} | {r['decisions_per_s']:.3f} | {r['state_p50_s']:.2f} | {flips} | {dp} |")
-    rows += ["", "| target | measured ratio | met |", "|---|---:|---|"]
+    rows += ["", "| target | measured ratio | 95 % interval over states | met |", "|---|---:|---|---|"]
     for name, t in doc["targets"].items():
         if isinstance(t, dict):
             limit = t.get("target", t.get("target_at_most"))
-            rows.append(f"| {name} (target {limit}) | {t['ratio']} | {'yes' if t['met'] else 'no'} |")
+            rows.append(f"| {name} (target {limit}) | {t['ratio']} | {format_interval(t.get('interval'))} | "
+                        f"{'yes' if t['met'] else 'no'} |")
     ceiling = doc.get("fork_ceiling")
     if ceiling:
         rows += ["", f"Fork against fresh, the most this workload allows: {ceiling['fork_vs_fresh_at_equal_token_cost']}x if a branch "

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from ...contract import CUSTOM_ATTRIBUTES_HEADER
 from ...errors import read_error
 from .harness import percentile, running_serve, server_env
+from .workload import write_result
 
 __all__ = ["bad_input_cases", "command_robustness", "format_robustness", "run_robustness"]
 
@@ -331,9 +332,7 @@ def command_robustness(args: Any) -> int:
     """`semif bench robustness`: every phase, the table printed, results/bench/robustness[-quick].json written (exit 1: a figure missed)."""
     doc = {"command": "semif bench robustness" + (" --quick" if args.quick else "") + f" --threads {args.threads}",
            **run_robustness(quick=args.quick, threads=args.threads, port=args.port)}
-    out = args.output or Path("results/bench") / ("robustness-quick.json" if args.quick else "robustness.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    out = write_result(doc, args.output or Path("results/bench") / ("robustness-quick.json" if args.quick else "robustness.json"))
     print(format_robustness(doc))
     print(f"wrote {out}", file=sys.stderr)
     return 0 if all(f["met"] for f in doc["figures"].values()) else 1

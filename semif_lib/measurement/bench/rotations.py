@@ -33,7 +33,7 @@ from ...decision.schema import DEFAULT_ROTATIONS
 from ...model.locate import hash_file
 from ...settings import load_settings
 from ..quality.labeled import LabeledItem, read_labeled_limited
-from .workload import describe_machine, load_workload, time_cold
+from .workload import describe_machine, load_workload, time_cold, write_result
 
 if TYPE_CHECKING:
     from ...decision.engine import DecisionEngine
@@ -174,8 +174,6 @@ def command_rotations(args: Any) -> int:
     shown = ("flip_rate", "accuracy", "decisions_per_s", "cost_ratio", "token_ratio", "target", "long_states")
     print(json.dumps({k: summary[k] for k in shown}, indent=2))
     print(format_rotations(summary))
-    output = args.output or Path("results/bench/rotations.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    output = write_result(summary, args.output or Path("results/bench/rotations.json"))
     print(f"wrote {output}", file=sys.stderr)
     return 0

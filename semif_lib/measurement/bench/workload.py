@@ -2,7 +2,7 @@
 
 Every benchmark reads the 37-state x 21-criterion workload through `load_workload` (`--quick`: the
 first `options.QUICK_STATES`), cuts a request to its first questions with `first_questions`, and
-writes a results file (`write_result`) with `describe_machine` beside the figures; `describe_bench_run`
+writes a results file (`write_result`) with `describe_machine` and the run's `conditions` beside the figures; `describe_bench_run`
 is the settings and the head of a results file for the benchmarks that load the engine in process, and
 `describe_engine_run` with `write_model_result` the model, machine and per-model file of those that keep one.
 The notebooks read the committed files through `load_or_run`. Standard library and plumbing only.
@@ -27,6 +27,7 @@ from ...jsonlines import read_records
 from ...llamabuilds import read_library_build
 from ...model.locate import hash_file
 from ...settings import load_settings
+from ..conditions import write_results_file
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
 __all__ = ["describe_bench_run", "describe_engine_run", "describe_machine", "first_questions", "load_or_run", "load_workload",
@@ -107,9 +108,8 @@ def write_model_result(summary: dict[str, Any], which: str, output: Path | None)
 
 
 def write_result(doc: dict[str, Any], output: Path) -> Path:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(doc, indent=2) + "\n")
-    return output
+    """`doc` with its `conditions` (machine, load, baseline) written to `output` (`conditions.write_results_file`)."""
+    return write_results_file(doc, output)
 
 
 def load_or_run(names: str | Sequence[str], runner: Callable[[], dict[str, Any]], results_dir: Path = RESULTS_DIR) -> dict[str, Any]:

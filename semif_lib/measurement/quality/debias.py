@@ -37,6 +37,7 @@ from ...decision.prompt import rotate_criteria
 from ...decision.schema import DEFAULT_ROTATIONS
 from ...model.locate import hash_file
 from ...settings import load_settings
+from ..conditions import write_results_file
 from .labeled import LabeledItem, read_labeled_limited
 from .metrics import compute_ece
 
@@ -221,8 +222,6 @@ def command_debias(args: Any) -> int:
     summary["command"] = " ".join(["semif bench debias", *sys.argv[3:]]) if sys.argv[1:3] == ["bench", "debias"] else None
     print(format_debias(summary))
     stem = Path(summary["model"]["file"]).stem
-    output = args.output or Path(f"results/bench/debias-{stem}.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    output = write_results_file(summary, args.output or Path(f"results/bench/debias-{stem}.json"))
     print(f"wrote {output}", file=sys.stderr)
     return 0

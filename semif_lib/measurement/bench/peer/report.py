@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...agreement import Agreement
+from ...conditions import bootstrap_ratio, format_interval, interval_against
 from ...plots import save_figure
 from ..harness import rounded
 from .protocol import Pass
@@ -23,15 +24,17 @@ from .results import (
     Ceiling,
     ClientPhases,
     ClientsTarget,
+    Interval,
     PathSummary,
     PeerResults,
     PeerTargets,
     ReadoutTarget,
     SpeedTarget,
+    StateRecord,
 )
 
-__all__ = ["PeerTally", "check_peer_targets", "estimate_peer_ceiling", "format_peer", "plot_peer", "save_peer_plot",
-           "summarize_paths"]
+__all__ = ["PeerTally", "check_peer_targets", "estimate_peer_ceiling", "format_peer", "plot_peer", "readout_interval", "save_peer_plot",
+           "speed_interval", "summarize_paths"]
 
 # Targets from the issue; checked and reported, never asserted in tests.
 TARGET_COLD = 1.3
@@ -116,15 +119,38 @@ def full_coverage(paths: dict[str, PathSummary]) -> bool:
     return paths["decision-cold"].option_coverage == 1.0 and cached == 1.0
 
 
-def speed_target(paths: dict[str, PathSummary], ours: str, theirs: Sequence[str], target: float) -> SpeedTarget | None:
-    """The decision path against llama-server's fastest path on the same states (None without both)."""
+def interval_of(bootstrap: dict[str, Any], target: float) -> Interval:
+    """`conditions.bootstrap_ratio`'s figures as the results file's `Interval`, judged against `target`."""
+    return Interval(**interval_against(bootstrap, target))
+
+
+def speed_interval(per_state: Sequence[StateRecord], ours: str, best: str, target: float) -> Interval | None:
+    """The interval of `ours` against `best` over the states both ran: they score the same questions of each state,
+    so the ratio of their rates is the ratio of their summed seconds."""
+    states = [s for s in per_state if s.seconds.get(ours, 0) > 0 and s.seconds.get(best, 0) > 0]
+    if not states:
+        return None
+    return interval_of(bootstrap_ratio([(1, s.seconds[ours]) for s in states], [(1, s.seconds[best]) for s in states]), target)
+
+
+def readout_interval(json_speedups: Sequence[float]) -> Interval:
+    """The interval of the median per-state time ratio of `server-json` against `decision-cold`."""
+    return interval_of(bootstrap_ratio([(s, 1.0) for s in json_speedups]), TARGET_READOUT)
+
+
+def speed_target(paths: dict[str, PathSummary], ours: str, theirs: Sequence[str], target: float,
+                 per_state: Sequence[StateRecord] = ()) -> SpeedTarget | None:
+    """The decision path against llama-server's fastest path on the same states (None without both), with the
+    ratio's interval over those states."""
     best = best_of(paths, theirs)
     if ours not in paths or not best:
         return None
     ratio = paths[ours].decisions_per_s / paths[best].decisions_per_s  # type: ignore[operator]
     full = full_coverage(paths)
+    interval = speed_interval(per_state, ours, best, target)
     return SpeedTarget(best_server_path=best, ratio=round(ratio, 3), target=target, decision_option_coverage=1.0 if full else "below 1",
-                       server_option_coverage=paths[best].option_coverage, met=ratio >= target and full)
+                       server_option_coverage=paths[best].option_coverage, met=ratio >= target and full,
+                       **({"interval": interval} if interval else {}))
 
 
 def clients_target(concurrency: ClientPhases) -> ClientsTarget:
@@ -145,14 +171,16 @@ def readout_target(paths: dict[str, PathSummary], json_speedups: Sequence[float]
     tokens = paths["decision-cold"].output_tokens
     return ReadoutTarget(ratio=round(speedup, 3), target=TARGET_READOUT, decision_output_tokens=tokens,
                          server_json_output_tokens=paths["server-json"].output_tokens,
-                         met=speedup > TARGET_READOUT and tokens == 0 and full_coverage(paths))
+                         met=speedup > TARGET_READOUT and tokens == 0 and full_coverage(paths),
+                         interval=readout_interval(json_speedups))
 
 
-def check_peer_targets(paths: dict[str, PathSummary], concurrency: ClientPhases | None, json_speedups: Sequence[float]) -> PeerTargets:
-    """The issue's targets as measured ratios and met flags (never asserted in tests)."""
+def check_peer_targets(paths: dict[str, PathSummary], concurrency: ClientPhases | None, json_speedups: Sequence[float],
+                       per_state: Sequence[StateRecord] = ()) -> PeerTargets:
+    """The issue's targets as measured ratios, met flags and intervals over states (never asserted in tests)."""
     measured: dict[str, Any] = {
-        "cold_vs_best_server": speed_target(paths, "decision-cold", SERVER_COLD, TARGET_COLD),
-        "cached_vs_best_server": speed_target(paths, "decision-cached", SERVER_CACHED, TARGET_CACHED),
+        "cold_vs_best_server": speed_target(paths, "decision-cold", SERVER_COLD, TARGET_COLD, per_state),
+        "cached_vs_best_server": speed_target(paths, "decision-cached", SERVER_CACHED, TARGET_CACHED, per_state),
         "concurrent_clients": clients_target(concurrency) if concurrency else None,
         "readout_vs_server_json": readout_target(paths, json_speedups) if json_speedups else None,
     }
@@ -239,9 +267,11 @@ def format_peer(doc: PeerResults | dict[str, Any]) -> str:
     rows += [_path_row(path, r) for path, r in results.paths.items()]
     if results.concurrency:
         rows += _clients_rows(results.concurrency)
-    rows += ["", "| target | measured | met |", "|---|---:|---|"]
+    rows += ["", "| target | measured | 95 % interval over states | met |", "|---|---:|---|---|"]
     for name, t in results.targets.measured().items():
-        rows.append(f"| {name} (target {t.target}x) | {_cell(t.ratio, '{}x')} | {'yes' if t.met else 'no'} |")
+        interval = getattr(t, "interval", None)  # the 8-client target has none: its states are not paired
+        cell = format_interval(interval.to_json() if interval else None)
+        rows.append(f"| {name} (target {t.target}x) | {_cell(t.ratio, '{}x')} | {cell} | {'yes' if t.met else 'no'} |")
     for name, c in results.ceiling.items():
         rows += _ceiling_rows(name, c)
     return "\n".join(rows)

@@ -26,6 +26,7 @@ __all__ = [
     "ClientPhases",
     "ClientsTarget",
     "DecisionServer",
+    "Interval",
     "PathSummary",
     "PeerResults",
     "PeerServer",
@@ -107,6 +108,18 @@ class ClientPhases(Summary):
         return {"server-logprobs": self.server_logprobs, "decision": self.decision}
 
 
+class Interval(Summary):
+    """A ratio's 95 % bootstrap interval over states (`conditions.bootstrap_ratio`) and what it says of the target."""
+
+    bounds: list[float] | None  # [low, high]; None with fewer than 2 states
+    states: int
+    statistic: str
+    verdict: str  # `conditions.judge`: "met", "not met", "spans the target" or "no interval"
+    level: float | None = None
+    resamples: int | None = None
+    seed: int | None = None
+
+
 class SpeedTarget(Summary):
     """The decision path against llama-server's best strategy on the same states (cold or repeated)."""
 
@@ -116,6 +129,7 @@ class SpeedTarget(Summary):
     decision_option_coverage: float | str  # 1.0, or "below 1"
     server_option_coverage: float | None
     met: bool
+    interval: Interval | None = None  # absent in files written before intervals were recorded
 
 
 class ClientsTarget(Summary):
@@ -137,6 +151,7 @@ class ReadoutTarget(Summary):
     decision_output_tokens: int
     server_json_output_tokens: int
     met: bool
+    interval: Interval | None = None
 
 
 class PeerTargets(Summary):
@@ -221,7 +236,8 @@ class StateRecord(Summary):
 
 
 class PeerResults(Summary):
-    """The whole results file; `command` and `machine` come from the command line, `partial` from a checkpoint."""
+    """The whole results file; `command` and `machine` come from the command line, `partial` from a checkpoint,
+    `conditions` from the one writer of results files."""
 
     command: str | None = None
     machine: dict[str, Any] | None = None
@@ -235,6 +251,7 @@ class PeerResults(Summary):
     ceiling: dict[str, Ceiling]  # "cold", "cached"
     targets: PeerTargets
     per_state: list[StateRecord]
+    conditions: dict[str, Any] | None = None  # `conditions.attach_conditions`: machine, load, baseline (newer files)
 
     @classmethod
     def read(cls, path: Path) -> "PeerResults":

@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 
 from ....errors import InvalidRequestError
 from ....settings import ContainerSettings, load_settings
+from ...conditions import paired_order, remeasure_baseline
 from ...options import PEER_PATHS, QUICK_STATES
 from ..harness import refuse_unknown, running_serve
 from ..workload import describe_machine, load_workload, write_result
@@ -135,7 +136,7 @@ def run_state(run: PeerRun, index: int, row: dict[str, Any]) -> None:
     requests = {m: decision_request(row, f"{tag}-{m}", run.config.questions) for m in ("a", "b")}
     sides: list[Callable[[PeerRun, dict[str, dict[str, Any]]], dict[str, Pass]]] = [run_decision_side, run_server_side]
     passes: dict[str, Pass] = {}
-    for side in sides if index % 2 == 0 else sides[::-1]:
+    for side in paired_order(index, sides):
         passes.update(side(run, requests))
     reference = passes["decision-cold"].probs
     for path, result in passes.items():
@@ -250,6 +251,8 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     machine = config.machine or ContainerSettings.model_construct()  # unset: the defaults, no environment read here
     sm_env = config.sm_env(kv_unified=offers_flag("--kv-unified", machine) is not False)
     module, library_env, library = choose_decision_library(config.decision_llama, machine)
+    if library_env:  # the baseline on the library `semif serve` runs on, not this process's
+        remeasure_baseline(config.threads, library_env, module)
     serve_env = {**config.serve_env(model), **library_env}
     decision_server = DecisionServer(**library, env={k: v for k, v in serve_env.items() if k.startswith("SEMIF_")})
     with running_serve(config.port, serve_env, config.log_dir / "peer-serve.log", module=module) as decision_url, \
@@ -287,7 +290,7 @@ def assemble_peer(run: PeerRun, concurrency: ClientPhases | None, partial: str |
         paths=paths,
         concurrency=concurrency,
         ceiling=estimate_peer_ceiling(paths),
-        targets=check_peer_targets(paths, concurrency, run.json_speedups),
+        targets=check_peer_targets(paths, concurrency, run.json_speedups, run.per_state),
         per_state=run.per_state,
     )
 
