@@ -25,7 +25,7 @@ MAX_MODULE_LINES = 350
 LONG_MODULES: set[str] = set()  # over MAX_MODULE_LINES, each being split by its owner; a split one leaves the list
 # The measurement wing's rooms, and the modules both rooms share (`semif_lib/measurement/__init__.py`)
 MEASUREMENT_ROOMS = ("bench", "quality")
-MEASUREMENT_SHARED = ("options", "answers", "agreement", "baseline", "plots", "conditions")
+MEASUREMENT_SHARED = ("options", "answers", "agreement", "baseline", "plots", "conditions", "machine")
 # What the wings' command lines may load for `semif --help`: their light `cli` modules and the names and
 # defaults those show. Nothing else of a wing: a command's module is imported when the command runs.
 COMMAND_LINE_MODULES = ("semif_lib.measurement.cli", "semif_lib.measurement.options", "semif_lib.measurement.bench.peer.config",

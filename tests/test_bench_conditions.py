@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from semif_lib.measurement import conditions
+from semif_lib.measurement import conditions, machine
 
 STUB_BASELINE = {"model": "stub.gguf", "prefill_tokens_per_s": 1.0, "decode_tokens_per_s": 1.0}
 
@@ -68,11 +68,11 @@ def test_paired_arms_take_turns_going_first():
 
 
 def test_the_machine_and_its_load_are_read_from_proc_and_lscpu():
-    machine = conditions.read_machine()
-    assert machine["cpu"] != "unknown" and machine["cpus_usable"] >= 1
-    assert set(machine["flags"]) <= set(open("/proc/cpuinfo").read().split())  # only flags this CPU has
-    assert all(conditions.KERNEL_FLAGS.match(flag) for flag in machine["flags"])
-    load = conditions.sample_load(0.2)
+    found = machine.read_machine()
+    assert found["cpu"] != "unknown" and found["cpus_usable"] >= 1
+    assert set(found["flags"]) <= set(open("/proc/cpuinfo").read().split())  # only flags this CPU has
+    assert all(machine.KERNEL_FLAGS.match(flag) for flag in found["flags"])
+    load = machine.sample_load(0.2)
     assert len(load["loadavg"]) == 3 and 0 <= load["busy_share"] <= 1 and 0 <= load["steal_share"] <= 1
 
 
@@ -120,7 +120,7 @@ def test_a_failed_baseline_is_recorded_not_raised(monkeypatch):
 def test_the_baseline_measures_the_embedded_model_on_the_library_it_names():
     out = conditions.measure_baseline(2)
     assert "error" not in out, out
-    assert out["prefill_tokens"] == conditions.BASELINE_PREFILL and out["decode_tokens"] == conditions.BASELINE_DECODE
+    assert out["prefill_tokens"] == machine.BASELINE_PREFILL and out["decode_tokens"] == machine.BASELINE_DECODE
     assert out["prefill_tokens_per_s"] > 0 and out["decode_tokens_per_s"] > 0 and len(out["prefill_runs_s"]) == 3
     library = out["library"]
     assert library["source"] == "llama-cpp-python's bundled build" and ("AVX" in library["system_info"] or "NEON" in library["system_info"])

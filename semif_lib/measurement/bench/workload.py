@@ -28,6 +28,7 @@ from ...llamabuilds import read_library_build
 from ...model.locate import hash_file
 from ...settings import load_settings
 from ..conditions import write_results_file
+from ..machine import read_cpu
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
 __all__ = ["describe_bench_run", "describe_engine_run", "describe_machine", "first_questions", "load_or_run", "load_workload",
@@ -49,16 +50,8 @@ def first_questions(request: Mapping[str, Any], count: int | None) -> dict[str, 
 
 
 def describe_machine(settings: Any) -> dict[str, Any]:
-    """CPU model, thread count and library versions, stored beside the figures."""
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-
+    """CPU model, thread count and library versions, stored beside the figures (the machine in full: `conditions`)."""
+    cpu = read_cpu()["cpu"]
     lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")  # set: the engine runs on that llama.cpp build, as the adapter image does
     library = f"b{read_library_build(Path(lib_dir))} ({lib_dir})" if lib_dir else "llama-cpp-python's bundled build"
     return {
