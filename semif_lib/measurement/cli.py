@@ -1,4 +1,4 @@
-"""The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer |
+"""The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer | gpu |
 rotations | debias | invariance | preamble | coherence | scale`, `semif intervals`, `semif eval`, `semif eval-compare`,
 `semif sets` and `semif calibrate`.
 
@@ -136,6 +136,18 @@ def add_peer_flags(p: Any) -> None:
     p.add_argument("--output", type=Path, help="results file (default results/bench/peer[-quick].json)")
 
 
+def add_gpu_flags(p: Any) -> None:
+    p.add_argument("--dry-run", action="store_true", dest="dry_run",
+                   help="say every step, run the device check and stop there (nothing is built, run or written)")
+    p.add_argument("--library", choices=("auto", "venv", "build"), default="auto",
+                   help="llama.cpp with CUDA: this environment's llama-cpp-python (built with CMAKE_ARGS=-DGGML_CUDA=on), "
+                        "container/build_libllama.sh with CUDA=1, or auto: the environment's when it registers a GPU")
+    p.add_argument("--lib-dir", type=Path, dest="lib_dir", help="the CUDA build's folder (default .semif/llama-cpp-b<build>-cuda)")
+    p.add_argument("--build", type=positive_int, help="llama.cpp build to compile (default: what the DLC's tags carry)")
+    p.add_argument("--model", help="GGUF file or hf:// reference (default: the embedded SmolLM2)")
+    p.add_argument("--output-dir", type=Path, dest="output_dir", help="results folder (default results/bench/gpu/<device>)")
+
+
 def add_scale_flags(p: Any) -> None:
     p.add_argument("--quick", action="store_true", help=f"first {QUICK_STATES} states")
     p.add_argument("--states", type=positive_int, help="first N states (default: all 37)")
@@ -266,6 +278,9 @@ COMMANDS: dict[str, Command] = {
     # semif serve against the text DLC's llama-server (starts both servers)
     "bench peer": Command("bench.peer.run:command_peer", "the decision path against the text DLC's llama-server, same model, same "
                           "workload, one run", add_peer_flags),
+    "bench gpu": Command("bench.gpu:command_gpu", "on a machine with an NVIDIA GPU: a CUDA llama.cpp, every layer on the GPU "
+                         "(checked), then modes --quick, readout-vs-generation and invariance into results/bench/gpu/<device>/",
+                         add_gpu_flags),
     "bench rotations": Command("bench.rotations:command_rotations", "x_debias rotations against plain choice questions: flip rate, "
                                "accuracy, cost (one run)", add_rotations_flags),
     "bench debias": Command("quality.debias:command_debias", "choice answers without their order bias, four ways in one run: none, "
