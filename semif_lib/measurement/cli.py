@@ -1,4 +1,4 @@
-"""The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer | gpu |
+"""The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer | gpu | ubatch |
 rotations | debias | invariance | preamble | coherence | scale`, `semif intervals`, `semif eval`, `semif eval-compare`,
 `semif sets` and `semif calibrate`.
 
@@ -137,15 +137,19 @@ def add_peer_flags(p: Any) -> None:
 
 
 def add_gpu_flags(p: Any) -> None:
-    p.add_argument("--dry-run", action="store_true", dest="dry_run",
-                   help="say every step, run the device check and stop there (nothing is built, run or written)")
-    p.add_argument("--library", choices=("auto", "venv", "build"), default="auto",
-                   help="llama.cpp with CUDA: this environment's llama-cpp-python (built with CMAKE_ARGS=-DGGML_CUDA=on), "
-                        "container/build_libllama.sh with CUDA=1, or auto: the environment's when it registers a GPU")
+    p.add_argument("--dry-run", action="store_true", dest="dry_run", help="say every step, run the device check, stop there")
+    p.add_argument("--library", choices=("auto", "venv", "build"), default="auto", help="CUDA llama.cpp: this environment's "
+                   "(CMAKE_ARGS=-DGGML_CUDA=on), build_libllama.sh CUDA=1, or auto: the environment's if it has a GPU")
     p.add_argument("--lib-dir", type=Path, dest="lib_dir", help="the CUDA build's folder (default .semif/llama-cpp-b<build>-cuda)")
     p.add_argument("--build", type=positive_int, help="llama.cpp build to compile (default: what the DLC's tags carry)")
     p.add_argument("--model", help="GGUF file or hf:// reference (default: the embedded SmolLM2)")
     p.add_argument("--output-dir", type=Path, dest="output_dir", help="results folder (default results/bench/gpu/<device>)")
+
+
+def add_ubatch_flags(p: Any) -> None:
+    p.add_argument("--states", type=positive_int, help="first N states (default: all 37)")
+    p.add_argument("--workload", type=Path, default=WORKLOAD)
+    add_model_run_flags(p, "ubatch", "results/bench/ubatch.json")
 
 
 def add_scale_flags(p: Any) -> None:
@@ -281,6 +285,8 @@ COMMANDS: dict[str, Command] = {
     "bench gpu": Command("bench.gpu:command_gpu", "on a machine with an NVIDIA GPU: a CUDA llama.cpp, every layer on the GPU "
                          "(checked), then modes --quick, readout-vs-generation and invariance into results/bench/gpu/<device>/",
                          add_gpu_flags),
+    "bench ubatch": Command("bench.ubatch:command_ubatch", "the micro-batch rule: a small remainder joins the micro-batch before it, "
+                            "against none, paired per state (cold and cached requests)", add_ubatch_flags),
     "bench rotations": Command("bench.rotations:command_rotations", "x_debias rotations against plain choice questions: flip rate, "
                                "accuracy, cost (one run)", add_rotations_flags),
     "bench debias": Command("quality.debias:command_debias", "choice answers without their order bias, four ways in one run: none, "
@@ -294,8 +300,8 @@ COMMANDS: dict[str, Command] = {
                                "the gap in P(yes) and each one's accuracy (one run)", add_coherence_flags),
     "bench scale": Command("bench.scale:command_scale", "semif serve x 1, 2, 4 behind a SageMaker-like router: random routing against "
                            "stateful sessions (cache hits, decisions/s, p50/p95), and the cost per million decisions", add_scale_flags),
-    "intervals": Command("bench.intervals:command_intervals", "add the bootstrap interval over states to each target of a modes or "
-                         "peer results file written before runs recorded them (from its own per-state seconds)", add_intervals_flags),
+    "intervals": Command("bench.intervals:command_intervals", "add each target's interval over states to an older modes or peer "
+                         "results file (from its own per-state seconds)", add_intervals_flags),
     "eval": Command("quality.evaluate:command_eval", "decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, "
                     "debias, permute", add_eval_flags),
     "eval-compare": Command("quality.comparison:command_compare", "several `semif eval --output` reports side by side (JSON and "

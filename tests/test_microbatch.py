@@ -1,0 +1,60 @@
+"""The micro-batch rule (`decision.backend.split_rows`, `SEMIF_UBATCH_SLACK`): rows are decoded `n_ubatch` at a time, and a
+remainder of at most the slack joins the micro-batch before it instead of costing a pass of its own. What it buys is
+measured by `semif bench ubatch` (docs/benchmarks.md), not here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from semif_lib.decision.backend import split_rows
+
+
+@pytest.mark.parametrize("n, slack, expected", [
+    (533, 64, [(0, 533)]),                     # a branch tree of 533 tokens: one micro-batch, not 512 + 21
+    (533, 0, [(0, 512), (512, 533)]),          # no slack: as llama.cpp splits a batch
+    (576, 64, [(0, 576)]), (577, 64, [(0, 512), (512, 577)]),  # the remainder's limit is inclusive
+    (1040, 64, [(0, 512), (512, 1040)]),       # a prefill's last micro-batch takes its remainder too
+    (1340, 64, [(0, 512), (512, 1024), (1024, 1340)]),
+    (512, 64, [(0, 512)]), (100, 64, [(0, 100)]), (0, 64, []),
+])
+def test_a_small_remainder_joins_the_micro_batch_before_it(n, slack, expected):
+    bounds = split_rows(n, 512, slack)
+    assert bounds == expected
+    assert all(b > a for a, b in bounds) and (not bounds or (bounds[0][0], bounds[-1][1]) == (0, n))
+    assert all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:], strict=False))  # every row once, in order
+
+
+def test_the_slack_is_a_bounded_setting(monkeypatch):
+    from pydantic import ValidationError
+
+    from semif_lib.settings import Settings
+
+    assert Settings().ubatch_slack == 64
+    monkeypatch.setenv("SEMIF_UBATCH_SLACK", "0")
+    assert Settings().ubatch_slack == 0
+    monkeypatch.setenv("SEMIF_UBATCH_SLACK", "-1")
+    with pytest.raises(ValidationError, match="ubatch_slack"):
+        Settings()
+
+
+@pytest.mark.model
+def test_a_533_row_tree_is_one_llama_decode_with_the_slack_and_two_without():
+    """The context holds room for the larger micro-batch, so llama.cpp never splits the call again; the logits agree."""
+    from semif_lib.decision.backend import LlamaBackend
+    from semif_lib.model.locate import find_embedded_model
+    from semif_lib.settings import Settings
+
+    path = find_embedded_model()
+    rows = {}
+    for slack in (64, 0):
+        backend = LlamaBackend(Settings(n_ctx=2048, n_seq_max=2, threads=2, ubatch_slack=slack), path)
+        try:
+            assert (backend.ubatch, backend.ubatch_slack) == (512, slack)
+            tokens = (backend.tokenize(" ".join(f"line {i}: the refund went to billing." for i in range(120))) * 2)[:533]
+            calls = backend.decode_calls
+            rows[slack] = backend.decode(tokens, range(533), [(0,)] * 533, [i == 532 for i in range(533)])[0]
+            assert backend.decode_calls - calls == (1 if slack else 2)
+        finally:
+            backend.close()
+    assert np.argmax(rows[64]) == np.argmax(rows[0]) and np.max(np.abs(rows[64] - rows[0])) < 0.05
