@@ -147,8 +147,8 @@ def add_gpu_flags(p: Any) -> None:
 
 
 def add_ubatch_flags(p: Any) -> None:
-    p.add_argument("--states", type=positive_int, help="first N states (default: all 37)")
-    p.add_argument("--workload", type=Path, default=WORKLOAD)
+    p.add_argument("--ids", type=comma_list, help="only these workload states, comma-separated ids (default: all 37)")
+    p.add_argument("--repeats", type=positive_int, default=3, help="cached requests per state and arm, alternating (default 3)")
     add_model_run_flags(p, "ubatch", "results/bench/ubatch.json")
 
 

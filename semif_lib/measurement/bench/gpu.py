@@ -10,7 +10,7 @@ From a clone with the project installed, it runs in order (`plan_gpu_run`):
    `semif_lib.serving.llamabinding` as the adapter image runs the DLC's cuda library. A finished build is reused.
 2. **the device check** (`check_device`): the model loaded with every layer on the GPU
    (`SEMIF_N_GPU_LAYERS=-1`) in a subprocess whose llama.cpp log is read back: it must name a CUDA device
-   and say `offloaded N/N layers to GPU`, or the run stops (exit 3). ggml falls back to the CPU without a word.
+   and say `offloaded N/N layers to GPU`, or the run stops (exit 2). ggml falls back to the CPU without a word.
 3. **the benchmarks**, each with every layer on the GPU and its results file in `results/bench/gpu/<device>/`:
    `semif bench modes --quick`, `semif bench readout-vs-generation`, `semif bench invariance` (batch invariance).
 4. **the summary** `gpu-run.json` beside them: the device check, and each step's command, exit code and seconds.

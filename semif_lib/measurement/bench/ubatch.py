@@ -3,19 +3,22 @@
 Two engines on the same model, one with `SEMIF_UBATCH_SLACK=0` (every micro-batch `n_ubatch` rows, a
 remainder of any size decoded on its own, as llama.cpp splits a batch) and one with the default slack (a
 remainder of at most that many rows joins the micro-batch before it). Each state is asked as a cold
-`parallel` request (prefill and branches) and then again with its prefix cached (branches only) on both
-engines, the two taking turns going first (`conditions.paired_order`). A state's tree "merges" when its
-branch tokens are more than `n_ubatch` and at most `n_ubatch` + slack: the 532-534-token trees of 5 of the 37
-states, decoded as 512 + 21 without the rule. The results: each arm's seconds per state, and the ratio of the
-rates with its interval over states: on merging states, cached (branches alone) and cold, and cold on all states.
+`parallel` request (prefill and branches) and then with its prefix cached (branches only, `--repeats` times,
+averaged) on both engines, the two taking turns going first (`conditions.paired_order`). A state's tree
+"merges" when its branch tokens are more than `n_ubatch` and at most `n_ubatch` + slack: the 532-534-token
+trees of 5 of the 37 states, decoded as 512 + 21 without the rule. The results: each arm's seconds per state,
+and the ratio of the rates with its interval over states: on merging states, cached (branches alone) and
+cold, and cold on every state asked.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 from typing import Any, Sequence
 
 from ...arguments import engine_overrides
+from ...errors import InvalidRequestError
 from ...settings import load_settings
 from ..conditions import bootstrap_ratio, format_interval, interval_against, paired_order
 from .harness import time_call
@@ -26,12 +29,20 @@ __all__ = ["command_ubatch", "format_ubatch", "run_ubatch"]
 ARMS = ("no-slack", "slack")
 
 
-def ask(engine: Any, request: dict[str, Any]) -> dict[str, Any]:
-    """A cold request, then the same with its prefix cached: seconds of each and the request's token counts."""
+def ask_cold(engine: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """A cold request (its prefix stays cached for the cached ones after it): seconds and the request's token counts."""
     cold, cold_s = time_cold(engine, request)
-    cached_s, _ = time_call(lambda: engine.score(request, mode="parallel"))
-    return {"cold_s": round(cold_s, 4), "cached_s": round(cached_s, 4), "prefix_tokens": cold.timing["prefix_tokens"],
-            "branch_tokens": cold.timing["branch_tokens"]}
+    return {"cold": cold_s, "cached": [], "prefix_tokens": cold.timing["prefix_tokens"], "branch_tokens": cold.timing["branch_tokens"]}
+
+
+def ask_state(engines: dict[str, Any], request: dict[str, Any], index: int, repeats: int) -> dict[str, dict[str, Any]]:
+    """Each arm cold, then `repeats` cached requests per arm, the arms taking turns (who goes first turns with the state)."""
+    order = paired_order(index, ARMS)
+    asked = {arm: ask_cold(engines[arm], request) for arm in order}
+    for _ in range(repeats):
+        for arm in order:
+            asked[arm]["cached"].append(time_call(lambda arm=arm: engines[arm].score(request, mode="parallel"))[0])
+    return asked
 
 
 def ratio_of(states: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | None:
@@ -43,7 +54,7 @@ def ratio_of(states: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | Non
     return {"ratio": boot["ratio"], "interval": interval_against(boot, 1.0)}
 
 
-def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], progress: bool = True) -> dict[str, Any]:
+def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], repeats: int = 3, progress: bool = True) -> dict[str, Any]:
     """Both engines on every state, taking turns; the per-state seconds and the ratios."""
     from tqdm.auto import tqdm
 
@@ -53,19 +64,19 @@ def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], progress: bool
     per_state = []
     try:
         for i, row in enumerate(tqdm(workload, desc="bench ubatch", unit="state", file=sys.stderr, disable=not progress)):
-            request = {"state": row["state"], "questions": row["questions"]}
-            asked = {arm: ask(engines[arm], request) for arm in paired_order(i, ARMS)}
+            asked = ask_state(engines, {"state": row["state"], "questions": row["questions"]}, i, repeats)
             tree = asked["slack"]["branch_tokens"]
             per_state.append({"id": row.get("id"), "first": paired_order(i, ARMS)[0], "prefix_tokens": asked["slack"]["prefix_tokens"],
                               "branch_tokens": tree, "tree_merges": settings.n_ubatch < tree <= settings.n_ubatch + settings.ubatch_slack,
-                              "seconds": {arm: {"cold": asked[arm]["cold_s"], "cached": asked[arm]["cached_s"]} for arm in ARMS}})
+                              "seconds": {arm: {"cold": round(asked[arm]["cold"], 4),
+                                                "cached": round(statistics.mean(asked[arm]["cached"]), 4)} for arm in ARMS}})
         described = describe_engine_run(engines["slack"])
     finally:
         for engine in engines.values():
             engine.close()
     merging = [s for s in per_state if s["tree_merges"]]
     return {**described, "n_ubatch": settings.n_ubatch, "ubatch_slack": settings.ubatch_slack,
-            "workload": {"states": len(per_state), "merging_states": len(merging)},
+            "workload": {"states": len(per_state), "merging_states": len(merging), "cached_repeats": repeats},
             "ratios": {"cached_on_merging_states": ratio_of(merging, "cached"), "cold_on_merging_states": ratio_of(merging, "cold"),
                        "cold_on_all_states": ratio_of(per_state, "cold")},
             "per_state": per_state}
@@ -84,7 +95,11 @@ def format_ubatch(doc: dict[str, Any]) -> str:
 def command_ubatch(args: Any) -> int:
     """`semif bench ubatch`: the run, its table printed, results/bench/ubatch.json written."""
     settings = load_settings(**engine_overrides(args))
-    doc = run_ubatch(settings, load_workload(args.workload, states=args.states), progress=not args.quiet)
+    workload = [row for row in load_workload() if not args.ids or row.get("id") in args.ids]
+    if args.ids and len(workload) != len(set(args.ids)):
+        raise InvalidRequestError(f"--ids names a state the workload lacks: {sorted(set(args.ids) - {r.get('id') for r in workload})}",
+                                  field="ids")
+    doc = run_ubatch(settings, workload, args.repeats, progress=not args.quiet)
     doc["command"] = " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "ubatch"] else "semif bench ubatch"
     print(format_ubatch(doc))
     out = write_result(doc, args.output or settings.results_dir / "bench" / "ubatch.json")
