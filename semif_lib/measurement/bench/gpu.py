@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...errors import SemifError
-from ...llamabuilds import DLC_BUILD
 from ...paths import repo_root
 from .workload import write_result
 
@@ -146,7 +145,9 @@ def run_step(step: Step) -> dict[str, Any]:
 
 def command_gpu(args: Any) -> int:
     """`semif bench gpu [--dry-run]`: the plan, the device check, then (not dry) the benchmarks and the summary."""
-    build = args.build or DLC_BUILD
+    from ...containers.images import LLAMA_CPP_BUILD  # what build_libllama.sh builds by default: the DLC's, published
+
+    build = args.build or LLAMA_CPP_BUILD
     use_venv = args.library == "venv" or (args.library == "auto" and environment_has_cuda())
     lib_dir = None if use_venv else (args.lib_dir or repo_root() / ".semif" / f"llama-cpp-b{build}-cuda")
     built = lib_dir is None or (lib_dir / "libllama.so").is_file() and (lib_dir / "libggml-cuda.so").is_file()
