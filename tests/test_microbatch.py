@@ -58,3 +58,20 @@ def test_a_533_row_tree_is_one_llama_decode_with_the_slack_and_two_without():
         finally:
             backend.close()
     assert np.argmax(rows[64]) == np.argmax(rows[0]) and np.max(np.abs(rows[64] - rows[0])) < 0.05
+
+
+def test_the_benchmark_pairs_the_arms_and_reports_each_ratio_with_its_interval():
+    """`semif bench ubatch`'s figures from per-state seconds (the run itself: docs/benchmarks.md's command)."""
+    from semif_lib.measurement.bench import ubatch
+
+    states = [{"tree_merges": merges, "seconds": {"slack": {"cold": 9.0, "cached": 2.0 * f}, "no-slack": {"cold": 9.5, "cached": 2.2}}}
+              for merges, f in ((True, 1.0), (True, 0.95), (True, 1.05), (False, 1.1))]
+    merging = [s for s in states if s["tree_merges"]]
+    cached = ubatch.ratio_of(merging, "cached")
+    assert cached["ratio"] == round(6.6 / 6.0, 3) and cached["interval"]["states"] == 3  # the no-slack arm's seconds over the slack's
+    assert cached["interval"]["verdict"] in ("met", "spans the target") and ubatch.ratio_of([], "cold") is None
+    doc = {"n_ubatch": 512, "ubatch_slack": 64, "workload": {"states": 4, "merging_states": 3},
+           "ratios": {"cached_on_merging_states": cached, "cold_on_merging_states": None}}
+    text = ubatch.format_ubatch(doc)
+    assert text.startswith("3 of 4 states have a branch tree of 513-576 tokens") and "| cold on merging states | - | - |" in text
+    assert f"| cached on merging states | {cached['ratio']}x | [" in text
