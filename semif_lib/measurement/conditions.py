@@ -24,7 +24,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,22 +70,20 @@ class Recording:
     start: dict[str, Any]
     counters: dict[str, Any]  # /proc/stat when the benchmark started, for the shares over the whole run
     baseline: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 _current: Recording | None = None
 
 
 @contextmanager
-def recording(threads: int | None, baseline: bool = True) -> Iterator[Recording]:
+def recording(threads: int | None) -> Iterator[Recording]:
     """The conditions of one `semif bench` command, read before it starts and attached to every results file it writes."""
     global _current
     from ..settings import detect_cpu_count
 
     machine, start = read_machine(), sample_load()
     record = Recording(machine=machine, start=start, counters=read_counters())
-    if baseline:
-        record.baseline = measure_baseline(threads or detect_cpu_count())
+    record.baseline = measure_baseline(threads or detect_cpu_count())
     record.counters = read_counters()  # the run's shares start after the baseline's own work
     previous, _current = _current, record
     try:
