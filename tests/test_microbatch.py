@@ -40,7 +40,8 @@ def test_the_slack_is_a_bounded_setting(monkeypatch):
 
 @pytest.mark.model
 def test_a_533_row_tree_is_one_llama_decode_with_the_slack_and_two_without():
-    """The context holds room for the larger micro-batch, so llama.cpp never splits the call again; the logits agree."""
+    """The context holds room for the larger micro-batch, so llama.cpp never splits the call again; the next-token
+    distributions agree (a micro-batch of another shape rounds differently, as any batch does: not bit for bit)."""
     from semif_lib.decision.backend import LlamaBackend
     from semif_lib.model.locate import find_embedded_model
     from semif_lib.settings import Settings
@@ -57,7 +58,8 @@ def test_a_533_row_tree_is_one_llama_decode_with_the_slack_and_two_without():
             assert backend.decode_calls - calls == (1 if slack else 2)
         finally:
             backend.close()
-    assert np.argmax(rows[64]) == np.argmax(rows[0]) and np.max(np.abs(rows[64] - rows[0])) < 0.05
+    p, q = (np.exp(r - r.max()) / np.exp(r - r.max()).sum() for r in (rows[64], rows[0]))
+    assert np.argmax(p) == np.argmax(q) and 0.5 * np.abs(p - q).sum() < 0.05  # other kernels' rounding, the same answer
 
 
 def test_the_benchmark_pairs_the_arms_and_reports_each_ratio_with_its_interval():
