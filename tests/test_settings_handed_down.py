@@ -29,6 +29,8 @@ ENTRY_POINTS = {
     ("semif_lib.measurement.bench.coherence", "command_coherence"): "`semif bench coherence`",
     ("semif_lib.measurement.bench.workload", "describe_bench_run"): "the bench commands' flags over the environment",
     ("semif_lib.measurement.bench.peer.run", "command_peer"): "`semif bench peer`: this machine's llama-server and runtime",
+    ("semif_lib.measurement.bench.ubatch", "command_ubatch"): "`semif bench ubatch`: its flags over the environment",
+    ("semif_lib.measurement.bench.gpu", "probe"): "the device check's own process (`python -m semif_lib.measurement.bench.gpu`)",
 }
 # Still reading the environment below the top floor: each to take its value as a parameter from its caller.
 def module_name(path: Path) -> str:
