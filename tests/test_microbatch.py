@@ -34,7 +34,7 @@ def test_the_slack_is_a_bounded_setting(monkeypatch):
     monkeypatch.setenv("SEMIF_UBATCH_SLACK", "0")
     assert Settings().ubatch_slack == 0
     monkeypatch.setenv("SEMIF_UBATCH_SLACK", "-1")
-    with pytest.raises(ValidationError, match="ubatch_slack"):
+    with pytest.raises(ValidationError, match="SEMIF_UBATCH_SLACK"):
         Settings()
 
 
