@@ -41,7 +41,7 @@ def ask_state(engines: dict[str, Any], request: dict[str, Any], index: int, repe
     asked = {arm: ask_cold(engines[arm], request) for arm in order}
     for _ in range(repeats):
         for arm in order:
-            asked[arm]["cached"].append(time_call(lambda arm=arm: engines[arm].score(request, mode="parallel"))[0])
+            asked[arm]["cached"].append(time_call(lambda arm=arm: engines[arm].ask(request, mode="parallel"))[0])
     return asked
 
 
