@@ -77,3 +77,17 @@ def test_the_benchmark_pairs_the_arms_and_reports_each_ratio_with_its_interval()
     text = ubatch.format_ubatch(doc)
     assert text.startswith("3 of 4 states have a branch tree of 513-576 tokens") and "| cold on merging states | - | - |" in text
     assert f"| cached on merging states | {cached['ratio']}x | [" in text
+
+
+def test_docs_quote_the_ubatch_run_verbatim_with_its_command_and_conditions():
+    import json
+
+    from semif_lib.measurement.bench.ubatch import format_ubatch
+    from semif_lib.measurement.options import RESULTS_DIR
+
+    doc = json.loads((RESULTS_DIR / "bench" / "ubatch.json").read_text(encoding="utf-8"))
+    benchmarks = (RESULTS_DIR.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert format_ubatch(doc) in benchmarks and f"`{doc['command']}`" in benchmarks
+    conditions = doc["conditions"]
+    assert conditions["machine"]["cpu"] and conditions["start"]["loadavg"] and conditions["baseline"]["prefill_tokens_per_s"] > 0
+    assert all(r["interval"]["bounds"] for r in doc["ratios"].values())
