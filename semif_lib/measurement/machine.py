@@ -20,11 +20,14 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BASELINE_DECODE", "BASELINE_PREFILL", "KERNEL_FLAGS", "describe_library", "read_counters", "read_cpu", "read_gpus",
-           "read_lscpu", "read_machine", "run_baseline", "sample_load", "share_between"]
+from ..llamabuilds import read_library_build
+
+__all__ = ["BASELINE_DECODE", "BASELINE_PREFILL", "KERNEL_FLAGS", "describe_library", "describe_machine", "read_counters",
+           "read_cpu", "read_gpus", "read_lscpu", "read_machine", "run_baseline", "sample_load", "share_between"]
 
 # the flags llama.cpp's CPU kernels (and its GGML_CPU_ALL_VARIANTS builds) choose by, and whether a hypervisor is under us
 KERNEL_FLAGS = re.compile(r"^(sse\d.*|ssse3|avx.*|fma|f16c|bmi\d|amx.*|sve.*|asimd.*|neon|hypervisor)$")
@@ -188,3 +191,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+def describe_machine(settings: Any) -> dict[str, Any]:
+    """CPU model, thread count and library versions, stored beside the figures (the machine in full: `conditions`)."""
+    cpu = read_cpu()["cpu"]
+    lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")  # set: the engine runs on that llama.cpp build, as the adapter image does
+    library = f"b{read_library_build(Path(lib_dir))} ({lib_dir})" if lib_dir else "llama-cpp-python's bundled build"
+    return {
+        "cpu": cpu,
+        "threads": settings.threads,
+        "flash_attn": settings.flash_attn,
+        "n_ubatch": settings.n_ubatch,
+        "python": platform.python_version(),
+        "llama_cpp_python": metadata.version("llama-cpp-python"),
+        "llama_cpp": library,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }

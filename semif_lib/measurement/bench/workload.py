@@ -11,24 +11,19 @@ The notebooks read the committed files through `load_or_run`. Standard library a
 from __future__ import annotations
 
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
-from importlib import metadata
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ...arguments import engine_overrides
 from ...jsonlines import read_records
-from ...llamabuilds import read_library_build
 from ...model.locate import hash_file
 from ...settings import load_settings
 from ..conditions import write_results_file
-from ..machine import read_cpu
+from ..machine import describe_machine
 from ..options import QUICK_STATES, RESULTS_DIR, WORKLOAD
 
 __all__ = ["describe_bench_run", "describe_engine_run", "describe_machine", "first_questions", "load_or_run", "load_workload",
@@ -47,23 +42,6 @@ def first_questions(request: Mapping[str, Any], count: int | None) -> dict[str, 
     if not count:
         return dict(request)
     return {**request, "questions": dict(islice(request["questions"].items(), count))}
-
-
-def describe_machine(settings: Any) -> dict[str, Any]:
-    """CPU model, thread count and library versions, stored beside the figures (the machine in full: `conditions`)."""
-    cpu = read_cpu()["cpu"]
-    lib_dir = os.environ.get("LLAMA_CPP_LIB_PATH")  # set: the engine runs on that llama.cpp build, as the adapter image does
-    library = f"b{read_library_build(Path(lib_dir))} ({lib_dir})" if lib_dir else "llama-cpp-python's bundled build"
-    return {
-        "cpu": cpu,
-        "threads": settings.threads,
-        "flash_attn": settings.flash_attn,
-        "n_ubatch": settings.n_ubatch,
-        "python": platform.python_version(),
-        "llama_cpp_python": metadata.version("llama-cpp-python"),
-        "llama_cpp": library,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
 
 
 def describe_bench_run(args: Any) -> tuple[Any, dict[str, Any]]:
