@@ -1,5 +1,5 @@
 """The measurement wing's command lines: `semif bench modes | readout-vs-generation | residency | robustness | peer | gpu | ubatch |
-rotations | debias | invariance | preamble | coherence | scale`, `semif intervals`, `semif eval`, `semif eval-compare`,
+rotations | debias | invariance | preamble | coherence | scale | sys1bench`, `semif intervals`, `semif eval`, `semif eval-compare`,
 `semif sets` and `semif calibrate`.
 
 Every flag of the wing is declared here, and declaring them is light: the names and defaults their help
@@ -35,6 +35,9 @@ from .options import (
     RESIDENCY_STATES,
     RESIDENT_LEVELS,
     SINGLE_STATE,
+    SYS1BENCH_GENERATORS,
+    SYS1BENCH_ITEMS,
+    SYS1BENCH_SEED,
     WORKLOAD,
 )
 
@@ -210,6 +213,19 @@ def add_intervals_flags(p: Any) -> None:
     p.add_argument("files", nargs="+", type=Path, help="results files of `semif bench modes` or `semif bench peer`, rewritten in place")
 
 
+def add_sys1bench_flags(p: Any) -> None:
+    p.add_argument("--model", type=Path, dest="model_path", metavar="MODEL", help="GGUF file (default: the embedded SmolLM2)")
+    p.add_argument("--generators", type=comma_list, default=list(SYS1BENCH_GENERATORS),
+                   help="comma-separated sys1bench generators (default " + ",".join(SYS1BENCH_GENERATORS) + ")")
+    p.add_argument("--items", type=positive_int, default=SYS1BENCH_ITEMS, help=f"items per generator (default {SYS1BENCH_ITEMS})")
+    p.add_argument("--seed", type=int, default=SYS1BENCH_SEED, help=f"the generators' seed (default {SYS1BENCH_SEED})")
+    p.add_argument("--calibration", type=Path, help="calibration file fitted on data/labeled/ for this model: applied by semif serve")
+    p.add_argument("--threads", type=positive_int, default=2, help="llama.cpp threads of each server (default 2)")
+    p.add_argument("--port", type=int, default=18370, help="loopback port of semif serve; llama-server takes the next one")
+    p.add_argument("--log-dir", type=Path, dest="log_dir", default=Path("results/tmp"), help="server logs (default results/tmp)")
+    p.add_argument("--output", type=Path, help="results file (default results/eval/sys1bench-<model>.json)")
+
+
 def add_eval_flags(p: Any) -> None:
     p.add_argument("input", nargs="+", type=Path, help="labeled JSON Lines files (data/labeled/*.jsonl)")
     p.add_argument("--calibrate", action="store_true",
@@ -302,6 +318,9 @@ COMMANDS: dict[str, Command] = {
                            "stateful sessions (cache hits, decisions/s, p50/p95), and the cost per million decisions", add_scale_flags),
     "intervals": Command("bench.intervals:command_intervals", "add each target's interval over states to an older modes or peer "
                          "results file (from its own per-state seconds)", add_intervals_flags),
+    "bench sys1bench": Command("quality.yardstick.run:command_yardstick", "sys1bench's labeled generators against semif serve, "
+                               "llama-server (bridged llm_constrained) and majority_prior, on one model: accuracy with intervals, "
+                               "calibration transfer", add_sys1bench_flags),
     "eval": Command("quality.evaluate:command_eval", "decision quality on labeled JSON Lines: accuracy, ECE, Brier, NLL; calibrate, "
                     "debias, permute", add_eval_flags),
     "eval-compare": Command("quality.comparison:command_compare", "several `semif eval --output` reports side by side (JSON and "

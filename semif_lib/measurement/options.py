@@ -26,6 +26,9 @@ __all__ = [
     "RESIDENT_LEVELS",
     "RESULTS_DIR",
     "SINGLE_STATE",
+    "SYS1BENCH_GENERATORS",
+    "SYS1BENCH_ITEMS",
+    "SYS1BENCH_SEED",
     "WORKLOAD",
 ]
 
@@ -59,3 +62,8 @@ LONG_STATES = 8
 # `semif eval --calibrate` and `semif sets`: prediction sets' coverage and abstention's error
 DEFAULT_TARGET_COVERAGE = 0.9
 DEFAULT_MAX_ERROR = 0.2
+
+# `semif bench sys1bench`: sys1bench's labeled generators, items each and seed (sizes that finish on 2 cores)
+SYS1BENCH_GENERATORS = ("support_tickets", "policy_compliance", "log_triage", "guardrail_intent")
+SYS1BENCH_ITEMS = 20
+SYS1BENCH_SEED = 42
