@@ -172,3 +172,31 @@ def test_a_tiny_run_end_to_end(tmp_path):
     assert doc["systems"]["semif_serve"]["accuracy"]["n"] == 6 and doc["calibration"]["transfer"]["noul"]["n"] == 2
     doc["model"] = {"id": "SmolLM2"}
     assert all(name in format_yardstick(doc) for name in systems_names)
+
+
+# ---------------------------------------------------------------- the committed scorecards
+SCORECARDS = sorted((ROOT / "results" / "eval").glob("sys1bench-*.json"))
+
+
+def test_the_three_model_families_have_a_scorecard():
+    assert {p.name for p in SCORECARDS} >= {"sys1bench-SmolLM2-135M-Instruct.Q4_1.json",
+                                            "sys1bench-Qwen2.5-Coder-0.5B-Instruct-AWQ.Q4_K_M.json"}
+
+
+@pytest.mark.parametrize("path", SCORECARDS, ids=lambda p: p.name)
+def test_a_committed_scorecard_is_quoted_with_its_command_and_publishes_no_baseline_that_read_nothing(path):
+    import json
+
+    from semif_lib.measurement.quality.yardstick.run import format_transfer, format_yardstick
+
+    doc = json.loads(path.read_text())
+    docs = (ROOT / "docs" / "quality.md").read_text()
+    assert doc["command"] in docs and doc["machine"]["cpu"] and doc["model"]["sha256"]
+    for line in format_yardstick(doc).splitlines()[2:] + format_transfer(doc).splitlines()[2:]:
+        assert line in docs, f"docs/quality.md does not quote {path.name}'s row {line!r}"
+    llama = doc["systems"]["llama_server"]
+    assert llama.get("refused") or llama["letters_read"]["any_letter"] >= scores.MIN_READ_SHARE
+    for name, entry in doc["systems"].items():
+        if not entry.get("refused"):
+            low, high = entry["accuracy"]["ci95"]
+            assert low <= entry["accuracy"]["value"] <= high, name

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from ..errors import InsufficientStorageError, ModelNotFoundError
 from ..settings import Settings
+from .defaults import model_for
 from .hub import download_hub_model, hub_origin, is_hub_reference, local_shards
 from .locate import find_model_path, hash_file
 
@@ -89,7 +90,7 @@ def resolve_model_files(gguf: Path | str | None, settings: Settings) -> tuple[tu
     """(every shard's local path, their sha256 if already known, the hub source) for a path, a hub reference or the default.
 
     A hub download's digests were checked against the hub's LFS sha256 on the way in, so they are not hashed again."""
-    wanted = gguf or settings.model_path
+    wanted = gguf or model_for(settings)  # on target aws with no model named: the target's default (model.defaults)
     if wanted and is_hub_reference(wanted):
         hub = download_hub_model(str(wanted))
         origin = hub_origin(hub.path)
@@ -121,7 +122,8 @@ def build_model_package(gguf: Path | str | None = None, out_dir: Path | str = Pa
     just the manifest beside the files that go up as they are.
 
     `gguf`: a local path (the first shard of a split GGUF), a hub reference, or None for the model the adapter would serve
-    (`SEMIF_MODEL_PATH`, else the embedded SmolLM2). `inspect(first shard, identity)` runs before anything is written and
+    (`SEMIF_MODEL_PATH`, else the target's default: `model.defaults`, the embedded SmolLM2 but on aws).
+    `inspect(first shard, identity)` runs before anything is written and
     raises to refuse the model (the workshop step passes `decision.inspection.check_for_packaging`; this floor cannot import it).
     Quantized GGUF weights barely compress (level 1 saved 6% on SmolLM2 Q4_1 and took 25x longer), so gzip stores them
     (`compresslevel=0`): the format SageMaker wants, at disk speed.

@@ -2,6 +2,7 @@
 
 - `display`: the notebook's settings for its `TARGET` (paths anchored at the repository root) and
   the line it prints first (`load_notebook_settings`, `show_target`, `show_errors_briefly`);
+- `modelline`: the line under it, which model the notebook runs and its measured quality (`describe_model`, `show_model`);
 - `data`: the repository's data files (`read_examples`, `load_workload_request`, `data_path`);
 - `tables`: answers, JSON Lines records, two responses compared, the permission check;
 - `generation`: 02's generated text beside 00's distribution (`record_distribution`, `chat_messages_for`,
@@ -31,6 +32,7 @@ from .display import describe_target, find_repo_root, load_notebook_settings, sh
 from .form import DecisionForm
 from .generation import chat_messages_for, record_distribution, tabulate_generation
 from .kernel import KERNEL_GUARD
+from .modelline import describe_model, show_model
 from .reference import describe_reference, draw_fork, score_fresh_reference, tabulate_tokens
 from .slots import read_slots, tabulate_slots
 from .tables import compare_answers, tabulate_answers, tabulate_permissions, tabulate_records
@@ -41,6 +43,7 @@ __all__ = [
     "compare_answers",
     "chat_messages_for",
     "data_path",
+    "describe_model",
     "describe_reference",
     "describe_target",
     "draw_fork",
@@ -56,6 +59,7 @@ __all__ = [
     "record_distribution",
     "score_fresh_reference",
     "show_errors_briefly",
+    "show_model",
     "show_target",
     "stop_local_servers",
     "tabulate_answers",

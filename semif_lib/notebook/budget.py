@@ -17,16 +17,23 @@ so run before 99 they would keep both endpoints billing.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ..contract import REALTIME_INVOCATION_S
+from ..model.defaults import AWS_MODEL, TargetModel
+from ..model.metadata import INSTANCE_MEMORY_GIB
+from ..paths import repo_root
 from ..prices import PRICES, PRICES_AS_OF
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["CLOCKS", "Clock", "estimate_run_cost", "format_autoscaling", "format_clock"]
+__all__ = ["CLOCKS", "Clock", "estimate_model_budget", "estimate_run_cost", "format_autoscaling", "format_clock",
+           "format_model_budget"]
 
 @dataclass(frozen=True)
 class Clock:
@@ -96,3 +103,36 @@ def format_autoscaling(autoscale: tuple[int, int, float] | None, settings: "Sett
             f"{endpoint_instance_type(settings)} while the load lasts, at ${PRICES['endpoint'].usd:.3f} an hour each (list price, "
             f"{PRICES_AS_OF}); it needs the quota '{need.name}' of at least {need.peak} (notebook 01 checks it). "
             "Set AUTOSCALE = None to skip it.")
+
+
+# ---------------------------------------------------------------- the AWS default model's share of the clock and the bill
+TRANSFER_MB_S = 50  # assumed, not measured: Studio's download from the hub, its upload to S3, each endpoint's copy from S3
+MODEL_RATES = Path("results/bench") / f"modes-quick-{AWS_MODEL.measured_as}.json"  # `semif bench modes` on the model
+
+
+def estimate_model_budget(model: TargetModel = AWS_MODEL, rates: Path | None = None, memory_gib: float | None = None) -> dict[str, Any]:
+    """What the target's default model adds: the same instance (so the same dollars), the minutes its 1.1 GB takes to
+    move, and its slowest workshop-sized request measured here (`semif bench modes --quick` on it: 21 questions on
+    states of about 1,400 tokens, more than any notebook sends) against SageMaker's 60 s."""
+    doc = json.loads((rates or repo_root() / MODEL_RATES).read_text(encoding="utf-8"))
+    seconds = [state["seconds"]["parallel"] for state in doc["per_state"]]
+    moves = 1 + 1 + 2  # into the Studio space, up to S3, down to each of the two endpoints
+    host_gib = INSTANCE_MEMORY_GIB[model.instance][0]
+    return {"instance": model.instance, "instance_gib": host_gib, "memory_gib": memory_gib,
+            "usd_per_hour": PRICES["endpoint"].usd, "run_usd": estimate_run_cost()["total_usd"],
+            "transfer_min": round(moves * model.size / 1e6 / TRANSFER_MB_S / 60, 1),
+            "slowest_request_s": round(max(seconds), 1), "median_request_s": round(sorted(seconds)[len(seconds) // 2], 1),
+            "questions": doc["workload"]["decisions"] // doc["workload"]["states"], "threads": doc["machine"]["threads"],
+            "cpu": doc["machine"]["cpu"], "limit_s": REALTIME_INVOCATION_S, "fits": max(seconds) < REALTIME_INVOCATION_S,
+            "rates_file": str(MODEL_RATES), "rates_command": doc["command"]}
+
+
+def format_model_budget(budget: dict[str, Any], model: TargetModel = AWS_MODEL) -> str:
+    """The paragraph docs/quality.md quotes (tests/test_model_defaults.py holds the two together)."""
+    fits = "inside" if budget["fits"] else "**over**"
+    return (f"{model.measured_as} on `{budget['instance']}` ({budget['instance_gib']} GiB): the instance the workshop already "
+            f"uses, ${budget['usd_per_hour']:.3f} an hour per endpoint, so a run still costs about ${budget['run_usd']:.2f}; "
+            f"its {model.size / 1e9:.2f} GB moves four times (into the Studio space, to S3, to each endpoint), about "
+            f"{budget['transfer_min']} min at an assumed {TRANSFER_MB_S} MB/s. Its slowest request of {budget['questions']} "
+            f"questions took {budget['slowest_request_s']} s (median {budget['median_request_s']} s) on {budget['threads']} "
+            f"threads of an {budget['cpu']}, {fits} SageMaker's {budget['limit_s']:.0f} s (`{budget['rates_command']}`).")

@@ -19,7 +19,8 @@ from typing import Any, Sequence
 
 from ...paths import repo_root
 
-__all__ = ["COMPARISON_FILE", "command_compare", "compare_reports", "describe_measured_quality", "format_comparison", "summarise_report"]
+__all__ = ["COMPARISON_FILE", "command_compare", "compare_reports", "describe_measured_quality", "describe_sys1bench", "format_comparison",
+           "summarise_report"]
 
 KINDS = ("noul", "choice", "score")
 COMPARISON_FILE = Path("results/eval/comparison.json")  # from the repository root
@@ -168,7 +169,20 @@ def describe_measured_quality(model_id: str, comparison: Path | str | None = Non
             f"decisions (chance {row['chance']:.2f})")
     if gen:
         line += f", writing JSON {gen['accuracy']:.2f}"
-    return line + f" ({path.name}: {row['label']})"
+    return line + f" ({path.name}: {row['label']})" + describe_sys1bench(model_id, path.parent)
+
+
+def describe_sys1bench(model_id: str, folder: Path) -> str:
+    """`; sys1bench: ...`: the readout against `majority_prior` from `semif bench sys1bench`'s file, or nothing."""
+    path = folder / f"sys1bench-{model_id}.json"
+    if not path.is_file():
+        return ""
+    systems = json.loads(path.read_text(encoding="utf-8"))["systems"]
+    ours, prior = systems["semif_serve"], systems["majority_prior"]["accuracy"]
+    acc, gap = ours["accuracy"], ours["gap_to_majority_prior"]
+    verdict = "above it" if gap["beats"] else "not above it"
+    return (f"; sys1bench {acc['value']:.2f} [{acc['ci95'][0]:.2f}-{acc['ci95'][1]:.2f}] on {acc['n']} decisions against "
+            f"majority_prior {prior['value']:.2f}: {verdict} ({path.name})")
 
 
 def command_compare(args: Any) -> int:

@@ -25,7 +25,7 @@ from ...machine import describe_machine
 from ...options import SYS1BENCH_GENERATORS, SYS1BENCH_ITEMS, SYS1BENCH_SEED
 from . import scores
 
-__all__ = ["YardstickRun", "command_yardstick", "format_yardstick", "run_yardstick"]
+__all__ = ["YardstickRun", "command_yardstick", "format_transfer", "format_yardstick", "run_yardstick"]
 
 SYSTEMS = ("majority_prior", "semif_serve", "semif_serve_calibrated", "llama_server")
 FIT_ITEMS = 200  # items of another seed that `majority_prior` learns its label counts from
@@ -154,6 +154,22 @@ def format_yardstick(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_transfer(doc: dict[str, Any]) -> str:
+    """The calibration file's fate on sys1bench, one row per question type (Markdown; empty without a file)."""
+    transfer = (doc.get("calibration") or {}).get("transfer") or {}
+    lines = ["| model | type | decisions | temperature the file keeps | ECE raw -> calibrated | NLL raw -> calibrated | helps here |",
+             "|---|---|---:|---|---|---|---|"]
+    for kind, entry in transfer.items():
+        if not entry["n"]:
+            continue
+        kept = f"{entry['temperature']:.2f}" if entry["temperature_kept"] else "none (T = 1)"
+        raw, cal = entry["raw"], entry["calibrated"]
+        helps = "yes" if entry["helps_here"] else ("no change" if not entry["temperature_kept"] else "**no**")
+        lines.append(f"| {doc['model']['id']} | {kind} | {entry['n']} | {kept} | {raw['ece']:.3f} -> {cal['ece']:.3f} | "
+                     f"{raw['nll']:.3f} -> {cal['nll']:.3f} | {helps} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def command_yardstick(args: Any) -> int:
     """`semif bench sys1bench`: run, print the table, write the results file (default results/eval/sys1bench-<model>.json)."""
     model = find_model_path(args.model_path)
@@ -165,6 +181,7 @@ def command_yardstick(args: Any) -> int:
                "sys1bench": metadata.version("sys1bench")}}
     doc |= run_yardstick(run, say=lambda text: print(text, file=sys.stderr))
     print(format_yardstick(doc))
+    print(format_transfer(doc))
     output = args.output or Path("results/eval") / f"sys1bench-{doc['model']['id']}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
