@@ -164,7 +164,7 @@ def test_a_tiny_run_end_to_end(tmp_path):
         pytest.skip("no llama-server: run `bash container/build_libllama.sh` or set SEMIF_LLAMA_SERVER")
     calibration = ROOT / "results" / "eval" / "smollm2-135m-all" / "calibration.json"
     run = YardstickRun(model=find_model_path(None), generators=("support_tickets",), items=2, seed=1, port=18470,
-                       calibration=calibration, log_dir=tmp_path)
+                       calibration=calibration, log_dir=tmp_path, threads=1)
     doc = run_yardstick(run)
     reads = doc["systems"]["llama_server"]["letters_read"]
     assert reads["questions"] == 6 and reads["any_letter"] > 0 and reads["upstream_any_letter"] == 0

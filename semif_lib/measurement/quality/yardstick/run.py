@@ -101,6 +101,7 @@ def run_yardstick(run: YardstickRun, say: Callable[[str], None] = lambda text: N
         if run.calibration:
             rows["semif_serve"] = raw_view(items, adapter)
     seconds["semif_serve"] = round(time.perf_counter() - started, 1)
+    rates = _rates(adapter.bodies.values())
     say(f"semif serve: {seconds['semif_serve']} s")
     started = time.perf_counter()
     with running_llama_server(run.model, run.port + 1, run.threads, run.log_dir / "yardstick-llama-server.log") as (base, server):
@@ -118,12 +119,25 @@ def run_yardstick(run: YardstickRun, say: Callable[[str], None] = lambda text: N
     doc: dict[str, Any] = {"workload": {"generators": {g: _generator_version(g) for g in run.generators}, "items_each": run.items,
                                         "seed": run.seed, "items": len(items), "decisions": systems["majority_prior"]["accuracy"]["n"],
                                         "majority_prior_fitted_on": f"{FIT_ITEMS} items per generator, seed {run.seed + 1}"},
-                           "systems": systems, "seconds": seconds, "llama_server": server}
+                           "systems": systems, "seconds": seconds, "semif_serve_rates": rates, "llama_server": server}
     if run.calibration:
         document = json.loads(run.calibration.read_text(encoding="utf-8"))
         doc["calibration"] = {"file": str(run.calibration), "source": document.get("source"),
                               "transfer": scores.calibration_transfer(rows["semif_serve"], rows["semif_serve_calibrated"], document)}
     return doc
+
+
+def _rates(bodies: Any) -> dict[str, Any]:
+    """`semif serve`'s own timing over the run (`x_timing`): prefill and branch tokens per second, and per request."""
+    timings = [b.get("x_timing") or {} for b in bodies]
+    prefix = sum(t.get("prefix_tokens", 0) for t in timings)
+    suffix = sum(sum((t.get("suffix_tokens") or {}).values()) for t in timings)
+    prefill, branches = sum(t.get("prefill_s", 0.0) for t in timings), sum(t.get("branches_s", 0.0) for t in timings)
+    totals = sorted(t.get("total_s", 0.0) for t in timings)
+    return {"requests": len(timings), "prefix_tokens": prefix, "prefill_s": round(prefill, 2), "suffix_tokens": suffix,
+            "branches_s": round(branches, 2), "prefill_tokens_per_s": round(prefix / prefill, 1) if prefill else None,
+            "branch_tokens_per_s": round(suffix / branches, 1) if branches else None,
+            "request_s_median": totals[len(totals) // 2] if totals else None, "request_s_max": totals[-1] if totals else None}
 
 
 def _generator_version(name: str) -> str:
