@@ -82,3 +82,13 @@ def test_every_notebook_prints_its_model_line_under_its_target(path):
     target = next(i for i, line in enumerate(lines) if "notebook.show_target(" in line)
     assert lines[target + 1].startswith("notebook.show_model(settings"), f"{path.name}: show_model right after show_target"
     assert sum("show_model(" in c.source or "describe_measured_quality" in c.source for c in code) == 1
+
+
+def test_the_default_models_budget_is_computed_from_its_measurements_and_quoted():
+    """Same instance, same bill; the rates come from its sys1bench scorecard; docs/quality.md quotes the paragraph."""
+    from semif_lib.notebook import budget
+
+    figures = budget.estimate_model_budget()
+    assert figures["instance"] == AWS_MODEL.instance and figures["run_usd"] == budget.estimate_run_cost()["total_usd"]
+    assert set(figures["request_s"]) == set(budget.NOTEBOOK_05_QUESTIONS) and figures["prefill_tokens_per_s"] > 0
+    assert budget.format_model_budget(figures) in (ROOT / "docs" / "quality.md").read_text()

@@ -107,32 +107,36 @@ def format_autoscaling(autoscale: tuple[int, int, float] | None, settings: "Sett
 
 # ---------------------------------------------------------------- the AWS default model's share of the clock and the bill
 TRANSFER_MB_S = 50  # assumed, not measured: Studio's download from the hub, its upload to S3, each endpoint's copy from S3
-MODEL_RATES = Path("results/bench") / f"modes-quick-{AWS_MODEL.measured_as}.json"  # `semif bench modes` on the model
+RATES_FILE = "results/eval/sys1bench-{model}.json"  # `semif bench sys1bench` records semif serve's prefill and branch rates
+WORKLOAD_FILE = "results/bench/modes-quick.json"  # notebook 05's states: about 1,400 prefix tokens, 25 per question
+NOTEBOOK_05_QUESTIONS = (8, 21)  # notebook 05's default QUESTIONS, and all of a state's criteria
 
 
-def estimate_model_budget(model: TargetModel = AWS_MODEL, rates: Path | None = None, memory_gib: float | None = None) -> dict[str, Any]:
-    """What the target's default model adds: the same instance (so the same dollars), the minutes its 1.1 GB takes to
-    move, and its slowest workshop-sized request measured here (`semif bench modes --quick` on it: 21 questions on
-    states of about 1,400 tokens, more than any notebook sends) against SageMaker's 60 s."""
-    doc = json.loads((rates or repo_root() / MODEL_RATES).read_text(encoding="utf-8"))
-    seconds = [state["seconds"]["parallel"] for state in doc["per_state"]]
+def estimate_model_budget(model: TargetModel = AWS_MODEL, root: Path | None = None) -> dict[str, Any]:
+    """What the target's default model adds to a run: the same instance (so the same dollars), the minutes its file
+    takes to move, and notebook 05's request timed at the rates `semif serve` reached on it here, against SageMaker's 60 s."""
+    root = root or repo_root()
+    rates = json.loads((root / RATES_FILE.format(model=model.measured_as)).read_text(encoding="utf-8"))
+    workload = json.loads((root / WORKLOAD_FILE).read_text(encoding="utf-8"))["workload"]
+    speed = rates["semif_serve_rates"]
+    requests = {q: round(workload["prefix_tokens_mean"] / speed["prefill_tokens_per_s"]
+                         + q * workload["suffix_tokens_mean"] / speed["branch_tokens_per_s"], 1) for q in NOTEBOOK_05_QUESTIONS}
     moves = 1 + 1 + 2  # into the Studio space, up to S3, down to each of the two endpoints
-    host_gib = INSTANCE_MEMORY_GIB[model.instance][0]
-    return {"instance": model.instance, "instance_gib": host_gib, "memory_gib": memory_gib,
+    return {"instance": model.instance, "instance_gib": INSTANCE_MEMORY_GIB[model.instance][0],
             "usd_per_hour": PRICES["endpoint"].usd, "run_usd": estimate_run_cost()["total_usd"],
             "transfer_min": round(moves * model.size / 1e6 / TRANSFER_MB_S / 60, 1),
-            "slowest_request_s": round(max(seconds), 1), "median_request_s": round(sorted(seconds)[len(seconds) // 2], 1),
-            "questions": doc["workload"]["decisions"] // doc["workload"]["states"], "threads": doc["machine"]["threads"],
-            "cpu": doc["machine"]["cpu"], "limit_s": REALTIME_INVOCATION_S, "fits": max(seconds) < REALTIME_INVOCATION_S,
-            "rates_file": str(MODEL_RATES), "rates_command": doc["command"]}
+            "prefill_tokens_per_s": speed["prefill_tokens_per_s"], "branch_tokens_per_s": speed["branch_tokens_per_s"],
+            "threads": rates["machine"]["threads"], "cpu": rates["machine"]["cpu"], "request_s": requests,
+            "limit_s": REALTIME_INVOCATION_S, "rates_command": rates["command"]}
 
 
 def format_model_budget(budget: dict[str, Any], model: TargetModel = AWS_MODEL) -> str:
     """The paragraph docs/quality.md quotes (tests/test_model_defaults.py holds the two together)."""
-    fits = "inside" if budget["fits"] else "**over**"
+    times = ", ".join(f"{q} questions {s} s ({'inside' if s < budget['limit_s'] else 'over'} {budget['limit_s']:.0f} s)"
+                      for q, s in budget["request_s"].items())
     return (f"{model.measured_as} on `{budget['instance']}` ({budget['instance_gib']} GiB): the instance the workshop already "
             f"uses, ${budget['usd_per_hour']:.3f} an hour per endpoint, so a run still costs about ${budget['run_usd']:.2f}; "
             f"its {model.size / 1e9:.2f} GB moves four times (into the Studio space, to S3, to each endpoint), about "
-            f"{budget['transfer_min']} min at an assumed {TRANSFER_MB_S} MB/s. Its slowest request of {budget['questions']} "
-            f"questions took {budget['slowest_request_s']} s (median {budget['median_request_s']} s) on {budget['threads']} "
-            f"threads of an {budget['cpu']}, {fits} SageMaker's {budget['limit_s']:.0f} s (`{budget['rates_command']}`).")
+            f"{budget['transfer_min']} min at an assumed {TRANSFER_MB_S} MB/s. At the rates semif serve reached on it here "
+            f"({budget['prefill_tokens_per_s']} prefill and {budget['branch_tokens_per_s']} branch tokens/s, {budget['threads']} "
+            f"thread of an {budget['cpu']} shared with other work), notebook 05's request would take: {times}.")
