@@ -151,6 +151,7 @@ def test_no_flag_repeats_a_settings_default():
     # their results; they are not the product's settings.
     pinned = {"semif bench peer --n-ctx": 16384, "semif bench peer --port": 18190, "semif bench peer --threads": 2,
               "semif bench robustness --port": 18090, "semif bench robustness --threads": 2,
-              "semif bench scale --port": 18200, "semif bench scale --threads": 2}
+              "semif bench scale --port": 18200, "semif bench scale --threads": 2,
+              "semif bench sys1bench --port": 18370, "semif bench sys1bench --threads": 2}
     repeated = {name: default for name, default in flags.items() if default is not None}
     assert {name: default for name, default in repeated.items() if pinned.get(name) != default} == {}
