@@ -39,34 +39,12 @@ from .options import (
     SYS1BENCH_ITEMS,
     SYS1BENCH_SEED,
     WORKLOAD,
+    comma_list,
+    parse_int_list,
+    positive_int,
 )
 
-__all__ = ["COMMANDS", "comma_list", "parse_int_list", "positive_int", "register_bench_cli", "register_quality_cli",
-           "run_measurement"]
-
-
-# ---------------------------------------------------------------- argument types
-def positive_int(text: str) -> int:
-    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def parse_int_list(text: str) -> list[int]:
-    """`0,1,2` -> [0, 1, 2], for argparse (which turns the ValueError into a usage error)."""
-    try:
-        return [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def comma_list(text: str) -> list[str]:
-    return text.split(",")
+__all__ = ["COMMANDS", "register_bench_cli", "register_quality_cli", "run_measurement"]
 
 
 # ---------------------------------------------------------------- each command's flags

@@ -5,7 +5,8 @@
 steal shares from /proc/stat over a window in which the caller does nothing) are what `conditions`
 records. `python -m semif_lib.measurement.machine --threads N` is the baseline's subprocess
 (`run_baseline`): the embedded model, a fixed prefill and decode, on whatever llama.cpp the process
-loaded, which `describe_library` names (build, CPU variant, system info). Standard library at import.
+loaded, which `describe_library` names (build, CPU variant, system info). `describe_machine` is the short record
+every results file and the yardstick's scorecards keep beside their figures. Standard library and plumbing at import.
 """
 
 from __future__ import annotations

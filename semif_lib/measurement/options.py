@@ -2,11 +2,14 @@
 
 `semif --help` builds every command's flags, so the names and numbers their help shows live here, beside
 nothing that does work: the workload and results folders, what `--quick` keeps, the paths each
-benchmark knows, the labeled sets `semif bench rotations` reads and the targets of prediction sets.
+benchmark knows, the labeled sets `semif bench rotations` reads, the targets of prediction sets, and the
+argument types their flags parse with.
 Standard library and `paths` only.
 """
 
 from __future__ import annotations
+
+import argparse
 
 from ..paths import repo_root
 
@@ -30,6 +33,9 @@ __all__ = [
     "SYS1BENCH_ITEMS",
     "SYS1BENCH_SEED",
     "WORKLOAD",
+    "comma_list",
+    "parse_int_list",
+    "positive_int",
 ]
 
 DATA_DIR = repo_root() / "data"
@@ -67,3 +73,27 @@ DEFAULT_MAX_ERROR = 0.2
 SYS1BENCH_GENERATORS = ("support_tickets", "policy_compliance", "log_triage", "guardrail_intent")
 SYS1BENCH_ITEMS = 20
 SYS1BENCH_SEED = 42
+
+
+# ---------------------------------------------------------------- argument types
+def positive_int(text: str) -> int:
+    """An integer >= 1, for argparse: `--states 0` or `--runs 0` is a usage error, not "all" or a crash."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parse_int_list(text: str) -> list[int]:
+    """`0,1,2` -> [0, 1, 2], for argparse (which turns the ValueError into a usage error)."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def comma_list(text: str) -> list[str]:
+    return text.split(",")
