@@ -231,9 +231,44 @@ def command_workshop_clock(args: argparse.Namespace) -> int:
     return command_clock(args)
 
 
+def command_workshop_policies(args: argparse.Namespace) -> int:
+    """The caller and build policies filled in for this identity, account, region and bucket: what the README's AWS
+    checklist attaches to a Studio execution role, each an inline policy of its own (together they exceed the 6,144
+    characters of one managed policy, and fit the 10,240 of a role's inline policies)."""
+    from .aws import preflight
+
+    settings = load_settings(target="aws")
+    for name, policy in (("workshop-caller-policy", preflight.caller_policy(settings)),
+                         ("workshop-build-policy", preflight.build_policy(settings))):
+        size = len(json.dumps(policy, separators=(",", ":")))  # what IAM counts (no whitespace): 10,240 for a role's inline ones
+        print(f"# container/iam/{name}.json filled in ({size:,} characters): IAM -> Roles -> the role -> Create inline policy -> JSON")
+        print(json.dumps(policy, indent=1))
+    return 0
+
+
+def command_workshop_rehearse(args: argparse.Namespace) -> int:
+    from .notebook.rehearsal import command_rehearse
+
+    return command_rehearse(args)
+
+
+def command_workshop_render(args: argparse.Namespace) -> int:
+    from .notebook.executed import command_render
+
+    return command_render(args)
+
+
+def command_workshop_picture(args: argparse.Namespace) -> int:
+    from .notebook.picture import write_picture
+
+    print(f"wrote {write_picture(Path(args.output) if args.output else None)}")
+    return 0
+
+
 def register_workshop_cli(subparsers: Any) -> None:
-    """`semif workshop status | cleanup | clock`: what the notebooks' state file holds, removing it, and timing the
-    notebooks against the minutes they state."""
+    """`semif workshop status | cleanup | clock | policies | rehearse | render | picture`: what the notebooks' state file
+    holds, removing it, timing the notebooks against the minutes they state, the policies an AWS run attaches, an event
+    team's measured AWS run, the notebooks' executed copies, and the two paths drawn."""
     parser = subparsers.add_parser("workshop", help="workshop resources: status and cleanup; the notebooks' clock")
     sub = parser.add_subparsers(dest="workshop_command", required=True)
     clean = sub.add_parser("cleanup", help="delete everything this workshop run created (reverse order)")
@@ -247,6 +282,23 @@ def register_workshop_cli(subparsers: Any) -> None:
     clock.add_argument("--output", help="results file (default results/notebooks/clock.json)")
     clock.add_argument("--quiet", action="store_true", help="no progress bar")
     clock.set_defaults(func=command_workshop_clock)
+    policies = sub.add_parser("policies", help="print the caller and build policies filled in for your AWS identity, to "
+                                               "attach to the role that runs the notebooks (Studio's execution role)")
+    policies.set_defaults(func=command_workshop_policies)
+    rehearse = sub.add_parser("rehearse", help="an event team's rehearsal: walk 00 -> 05 -> 99 on AWS, time each notebook, bill "
+                                               "what it created, write results/notebooks/rehearsal.json (the budget then prefers it)")
+    rehearse.add_argument("--yes", action="store_true", help="create and delete the real resources (about an hour, about $0.50)")
+    rehearse.add_argument("--output", help="results file (default results/notebooks/rehearsal.json)")
+    rehearse.add_argument("--quiet", action="store_true", help="no progress bar")
+    rehearse.set_defaults(func=command_workshop_rehearse)
+    render = sub.add_parser("render", help="run every notebook locally and write its executed copy, outputs included, to "
+                                           "results/notebooks/executed/ (what a reader on GitHub sees)")
+    render.add_argument("notebooks", nargs="*", help="two-digit prefixes (default: all, in order)")
+    render.add_argument("--quiet", action="store_true", help="no progress bar")
+    render.set_defaults(func=command_workshop_render)
+    picture = sub.add_parser("picture", help="draw the two paths on AWS into docs/images/paths.png (the README's and 00's picture)")
+    picture.add_argument("--output", help="PNG file (default docs/images/paths.png)")
+    picture.set_defaults(func=command_workshop_picture)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

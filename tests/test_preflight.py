@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -359,3 +360,25 @@ def test_the_table_has_the_tag_and_build_zip_rows():
     rows = {(n.step, n.action, n.resource.split(":")[-1].split("/")[0]) for n in permissions.NEEDS}
     assert {("02 text endpoint", "sagemaker:AddTags", "endpoint-config"), ("02 text endpoint", "sagemaker:AddTags", "endpoint")} <= rows
     assert any(n.step.startswith("03") and n.action == "s3:PutObject" and "/build/" in n.resource for n in permissions.NEEDS)
+
+
+def test_the_policies_command_prints_what_the_readme_checklist_attaches(aws, monkeypatch, capsys):
+    """`semif workshop policies` (the README's AWS step 4): the caller and build policies, filled in for the identity
+    asking, each as JSON under a line naming its file; both fit inline on one role, as the README's steps attach them."""
+    from semif_lib.cli import main
+
+    monkeypatch.setenv("SEMIF_AWS_REGION", "us-east-1")
+    monkeypatch.setenv("SEMIF_SETTINGS_FILE", "/nonexistent/settings.env")
+    assert main(["workshop", "policies"]) == 0
+    out = capsys.readouterr().out
+    blocks = [b for b in out.split("# container/iam/")[1:]]
+    assert [b.split(".json", 1)[0] for b in blocks] == ["workshop-caller-policy", "workshop-build-policy"]
+    sizes = []
+    for block in blocks:
+        document = json.loads(block.split("\n", 1)[1])
+        assert document["Version"] == "2012-10-17" and re.findall(r"\$\{([^}]+)\}", json.dumps(document)) == []
+        sizes.append(len(re.sub(r"\s", "", json.dumps(document))))  # IAM counts a policy's size without whitespace
+    assert max(sizes) <= 6144, sizes  # each fits a managed policy too
+    assert sum(sizes) <= 10240, sizes  # both inline on one role (the README's console steps): IAM's aggregate for a role
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "semif workshop policies" in "\n".join(readme.splitlines()[:60])

@@ -4,13 +4,17 @@
   the line it prints first (`load_notebook_settings`, `show_target`, `show_errors_briefly`);
 - `modelline`: the line under it, which model the notebook runs and its measured quality (`describe_model`, `show_model`);
 - `data`: the repository's data files (`read_examples`, `load_workload_request`, `data_path`);
-- `tables`: answers, JSON Lines records, two responses compared, the permission check;
+- `tables`: answers, JSON Lines records, two responses compared, the permission check, the `openai` SDK's typed answers
+  one line each (`format_typed_answer`), benchmark ratios in words (`tabulate_ratios`), any table shown whole (`whole_table`);
 - `generation`: 02's generated text beside 00's distribution (`record_distribution`, `chat_messages_for`,
   `tabulate_generation`);
 - `slots`: notebook 00's look inside one forward pass: the prompt's end, the answer-slot tokens, their logits and
   softmax (`read_slots`, `tabulate_slots`);
 - `kernel`: the guard every notebook opens with (`KERNEL_GUARD`, the cell's source; it cannot import this package);
-- `budget`: each notebook's minutes here and on AWS, what bills, the list prices (`format_clock`, `estimate_run_cost`,
+- `rehearsal`: an event team's measured AWS run (`semif workshop rehearse`), which `budget` prefers to its estimates;
+- `executed`: the notebooks' executed copies for readers who do not run them (`semif workshop render`);
+- `picture`: the two paths on AWS, drawn (`semif workshop picture`, docs/images/paths.png);
+- `budget`: each notebook's minutes with the local and the aws target, what bills, the list prices (`format_clock`, `estimate_run_cost`,
   `format_autoscaling`), and `clock`, which measures the local minutes (`semif workshop clock`);
 - `form`: the ipywidgets form of notebook 00 (`DecisionForm`);
 - `reference`: notebook 05's fresh reference, one question per call (`score_fresh_reference`, `describe_reference`),
@@ -35,7 +39,15 @@ from .kernel import KERNEL_GUARD
 from .modelline import describe_model, show_model
 from .reference import describe_reference, draw_fork, score_fresh_reference, tabulate_tokens
 from .slots import read_slots, tabulate_slots
-from .tables import compare_answers, tabulate_answers, tabulate_permissions, tabulate_records
+from .tables import (
+    compare_answers,
+    format_typed_answer,
+    tabulate_answers,
+    tabulate_permissions,
+    tabulate_ratios,
+    tabulate_records,
+    whole_table,
+)
 
 __all__ = [
     "DecisionForm",
@@ -51,6 +63,7 @@ __all__ = [
     "find_repo_root",
     "format_autoscaling",
     "format_clock",
+    "format_typed_answer",
     "inspect_build_context",
     "load_notebook_settings",
     "load_workload_request",
@@ -65,7 +78,9 @@ __all__ = [
     "tabulate_answers",
     "tabulate_generation",
     "tabulate_permissions",
+    "tabulate_ratios",
     "tabulate_slots",
     "tabulate_records",
     "tabulate_tokens",
+    "whole_table",
 ]

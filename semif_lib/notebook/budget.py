@@ -1,14 +1,15 @@
-"""The workshop's clock and bill, in one place: each notebook's minutes here and on AWS, what bills while it runs,
-the list prices, and what a full AWS run costs at them.
+"""The workshop's clock and bill, in one place: each notebook's minutes with the local and the aws target, what bills
+while it runs, the list prices, and what a full AWS run costs at them.
 
 Each notebook opens with `format_clock(name)`, the README's workshop table carries the same minutes and docs/aws.md
 the same prices (tests/test_notebooks.py and tests/test_notebooks_helpers.py check all three against this module).
 
-* **here**: the notebook run top to bottom with its default parameters on a 2-core machine, every notebook in order
+* **local target**: the notebook run top to bottom with its default parameters on a 2-core machine, every notebook in order
   (embedded SmolLM2-135M; `semif workshop clock` measures them into results/notebooks/clock.json, `notebook.clock`),
   rounded up to whole minutes. Reading time is extra.
-* **on AWS**: the same, plus AWS's waits as docs/aws.md gives them (an endpoint 5-8 minutes to InService, a CodeBuild
-  build 10-15 minutes, a transform job's instance a few minutes to start): estimates, not a measured AWS run.
+* **aws target**: the same, plus AWS's waits as docs/aws.md gives them (an endpoint 5-8 minutes to InService, a CodeBuild
+  build 10-15 minutes, a transform job's instance a few minutes to start): estimates, until an event team's rehearsal
+  (`semif workshop rehearse`, `rehearsal`) measures them on a real account; its file then wins, minutes and bill alike.
 * **prices**: `semif_lib.prices` (AWS's list prices, their source and date), shared with the cost per million decisions.
 
 The AWS order is 00 -> 05 -> 99, then 06 and 07 locally (or in the Studio space after 99): 06 and 07 need no endpoint,
@@ -32,12 +33,12 @@ from ..prices import PRICES, PRICES_AS_OF
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["CLOCKS", "Clock", "estimate_model_budget", "estimate_run_cost", "format_autoscaling", "format_clock",
-           "format_model_budget"]
+__all__ = ["CLOCKS", "Clock", "aws_minutes", "aws_run_minutes", "count_prose_words", "estimate_model_budget", "estimate_run_cost",
+           "format_autoscaling", "format_clock", "format_model_budget", "reading_minutes"]
 
 @dataclass(frozen=True)
 class Clock:
-    """One notebook: minutes here and on AWS, and what bills while it runs on AWS."""
+    """One notebook: minutes with the local target and with the aws target, and what bills while it runs on AWS."""
 
     here_min: int
     aws_min: int
@@ -63,15 +64,53 @@ BUILD_MIN = 12  # a CodeBuild build of the adapter image (inside 03's minutes)
 SESSION_HOURS = 2.0  # the Studio space for a sitting of the whole workshop (its idle shutdown default is 120 minutes)
 
 
+WORDS_PER_MINUTE = 200  # reading prose; the code cells' reading is what the rounding up to five minutes leaves for
+
+
+def count_prose_words(folder: Path | None = None) -> int:
+    """Words in the notebooks' markdown cells: what an attendee reads besides the code (the README's plan of the hour)."""
+    import json
+    import re
+
+    from ..paths import repo_root
+
+    words = 0
+    for path in sorted((folder or repo_root() / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        words += sum(len(re.findall(r"\S+", "".join(c["source"]))) for c in cells if c["cell_type"] == "markdown")
+    return words
+
+
+def reading_minutes(words: int) -> int:
+    """Minutes to read `words` of prose and the code beside it: the prose at `WORDS_PER_MINUTE`, rounded up to five."""
+    return 5 * math.ceil(words / WORDS_PER_MINUTE / 5)
+
+
+def aws_run_minutes() -> int:
+    """Minutes of an AWS run along 00 -> 05 -> 99 (the notebooks' AWS minutes summed; estimates, see the module doc)."""
+    return _minutes_from(AWS_ORDER[0])
+
+
 def format_clock(notebook: str) -> str:
     """The line a notebook opens with, from its two-digit prefix (`"05"` or `"05_score_..."`)."""
     clock = CLOCKS[notebook[:2]]
-    return f"*About {clock.here_min} min here, {clock.aws_min} min on AWS; what bills while it runs on AWS: {clock.bills}.*"
+    minutes, measured = aws_minutes(notebook)
+    aws = f"{minutes} min with the aws target{' (rehearsed)' if measured else ''}"
+    return f"*About {clock.here_min} min with the local target (2 cores), {aws}; what bills while it runs on AWS: {clock.bills}.*"
+
+
+def aws_minutes(notebook: str) -> tuple[int, bool]:
+    """A notebook's minutes with the aws target, and whether they were measured: an event team's rehearsal
+    (`results/notebooks/rehearsal.json`, `semif workshop rehearse`) wins over the estimate in `CLOCKS`."""
+    from .rehearsal import read_rehearsal, stated_aws_minutes
+
+    measured = stated_aws_minutes(read_rehearsal(), notebook)
+    return (CLOCKS[notebook[:2]].aws_min, False) if measured is None else (measured, True)
 
 
 def _minutes_from(first: str) -> int:
     """Minutes from the start of notebook `first` to the end of 99, along the AWS order."""
-    return sum(CLOCKS[n].aws_min for n in AWS_ORDER[AWS_ORDER.index(first):])
+    return sum(aws_minutes(n)[0] for n in AWS_ORDER[AWS_ORDER.index(first):])
 
 
 def estimate_run_cost() -> dict[str, object]:
@@ -82,11 +121,29 @@ def estimate_run_cost() -> dict[str, object]:
              ("transform", TRANSFORM_MIN / 60, "transform job, 04"),
              ("codebuild", BUILD_MIN, "image build, 03"),
              ("studio", SESSION_HOURS, "Studio space, the sitting")]
+    measured = _rehearsed_usage()
+    if measured:
+        usage = measured + usage[-1:]
     rows = [{"what": what, "quantity": round(amount, 2), "unit": PRICES[key].unit, "usd": round(amount * PRICES[key].usd, 2)}
             for key, amount, what in usage]
     total = math.fsum(row["usd"] for row in rows)
     return {"rows": rows, "total_usd": round(total, 2), "forgotten_day_usd": round(2 * 24 * PRICES["endpoint"].usd, 2),
-            "prices_as_of": PRICES_AS_OF}
+            "prices_as_of": PRICES_AS_OF, "measured": bool(measured)}
+
+
+def _rehearsed_usage() -> list[tuple[str, float, str]]:
+    """The rehearsal's billed hours as usage rows (items it could not time keep their estimate); [] without one."""
+    from .rehearsal import read_rehearsal
+
+    hours = read_rehearsal().get("billed", {}).get("hours")
+    if not hours:
+        return []
+    transform = hours.get("transform")
+    build = hours.get("codebuild")
+    return [("endpoint", hours["endpoint"], "both endpoints, rehearsed"),
+            ("transform", TRANSFORM_MIN / 60 if transform is None else transform,
+             "transform job, 04" + ("" if transform is None else ", rehearsed")),
+            ("codebuild", BUILD_MIN if build is None else build * 60, "image build, 03" + ("" if build is None else ", rehearsed"))]
 
 
 def format_autoscaling(autoscale: tuple[int, int, float] | None, settings: "Settings") -> str:
