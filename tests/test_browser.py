@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -60,7 +61,8 @@ RUN_ALL_S = 420
 CLICK_S = 180
 # Cells a served copy leaves out, by notebook: none (notebook 00's form needs the engine it keeps open).
 DROPPED_CELLS: dict[str, set[str]] = {}
-PARAMETERS = SMALL_PARAMETERS  # smaller than notebook 05's defaults, as in tests/test_notebooks.py: same cells
+# 05 on its own defaults: its screenshots are what an attendee sees (8 questions on state 0, about 45 s of cells)
+PARAMETERS = {name: values for name, values in SMALL_PARAMETERS.items() if not name.startswith("05")}
 RUN_ID = "br0wse"
 # JupyterLab user settings for the test server: every cell in the DOM, no autosave, no news pop-up.
 LAB_SETTINGS = {
@@ -328,8 +330,10 @@ def check_form(driver, form) -> None:
     """Edit the form's state and the queue's options, press Score, see the new table and chart."""
     textareas = form.find_elements(By.CSS_SELECTOR, ".widget-textarea textarea")
     labels = [el.text for el in form.find_elements(By.CSS_SELECTOR, ".widget-textarea .widget-label")]
-    assert labels[:1] == ["state"] and "choice" in labels, f"the form's fields: {labels}"
-    state_field, queue_field = textareas[0], textareas[labels.index("choice")]
+    assert labels[:1] == ["state"] and "options" in labels, f"the form's fields: {labels}"  # the choice's options box
+    headers = [el.text for el in form.find_elements(By.CSS_SELECTOR, ".widget-html")]
+    assert any(h.startswith("queue") and "choice" in h for h in headers), f"the form's question headers: {headers}"
+    state_field, queue_field = textareas[0], textareas[labels.index("options")]
     assert "charged twice" in state_field.get_property("value")
     replace_text(state_field, EDITED_STATE)
     replace_text(queue_field, EDITED_QUEUE)
@@ -352,6 +356,17 @@ def check_form(driver, form) -> None:
     scroll_to(driver, code_cell_of(form), "start")
 
 
+def assert_nothing_raw(driver, name: str) -> None:
+    """What an attendee reads in 00 and 05: no `NaN`, no table cell pandas cut short (its "..."), no dict of 17-digit floats
+    echoed raw (the request itself may show as it is sent)."""
+    texts = [output.text for output in cell_outputs(driver)]
+    assert not [t for t in texts if "NaN" in t], f"{name} shows NaN: {[t[:200] for t in texts if 'NaN' in t]}"
+    cells = [td.text for td in driver.find_elements(By.CSS_SELECTOR, ".jp-RenderedHTMLCommon table.dataframe td")]
+    assert not [c for c in cells if c.endswith("...")], f"{name} cuts a table cell: {[c for c in cells if c.endswith('...')]}"
+    echoed = [t for t in texts if t.lstrip().startswith("{") and re.search(r"\d\.\d{10,}", t)]
+    assert not echoed, f"{name} echoes a raw dict of long floats: {[t[:200] for t in echoed]}"
+
+
 def kernel_named_by(name: str) -> str:
     return json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["metadata"]["kernelspec"]["name"]
 
@@ -368,6 +383,7 @@ def test_notebook_00_renders_table_chart_and_a_working_form(lab, browser):
     charts = browser.find_elements(By.CSS_SELECTOR, ".jp-RenderedImage img")
     assert len(charts) >= 2, f"expected the two bar charts, found {len(charts)} images"
     assert_chart_drawn(browser, charts[0])
+    assert_nothing_raw(browser, name)
     scroll_to(browser, code_cell_of(tables[0]), "start")
     save_screenshot(browser, "00_local_quickstart_table_chart.png")
     slots = [t for t in tables if "softmax" in t.text and "logit" in t.text]
@@ -398,6 +414,7 @@ def test_notebook_05_shows_progress_timings_and_the_cache_hit(lab, browser):
     assert len(charts) == 2, f"expected the timings plot and the fork, found {len(charts)} images"
     for chart in charts:
         assert_chart_drawn(browser, chart)
+    assert_nothing_raw(browser, name)
     tokens = [t for t in browser.find_elements(By.CSS_SELECTOR, ".jp-RenderedHTMLCommon table.dataframe") if "evaluated_tokens" in t.text]
     assert tokens and "Q x P + sum(S)" in tokens[0].text, "no token arithmetic table"
     scroll_to(browser, code_cell_of(bars[0]), "start")

@@ -177,3 +177,27 @@ def test_served_sets_are_read_from_the_wire_answers_and_drawn(tmp_path):
     assert [(name, label) for name, _, label in examples] == [("r1 ok", "false"), ("r1 queue", "technical"), ("r1 level", "2")]
     path = plot_served_sets(examples, tmp_path / "sets.png", title="synthetic")
     assert path.stat().st_size > 10_000
+
+
+def test_the_abstention_panel_stars_every_fitted_threshold_even_one_that_answers_nothing():
+    """Notebook 07 promises a star where each type's fitted threshold landed held out: drawn on the curve where the rule
+    answers, and on the left edge, labelled and unclipped, where it answers nothing (no accuracy to plot)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from semif_lib.measurement.quality.prediction_sets import abstention_curve, draw_prediction_sets
+
+    matplotlib.use("Agg")
+    curve = abstention_curve([0.9, 0.8, 0.4], [True, True, False], points=11)
+    answers = {"n": 3, "coverage": 1.0, "coverage_ci95": (0.4, 1.0), "mean_set_size": 1.5, "mean_options": 3.0,
+               "answered_share": 2 / 3, "accuracy_answered": 1.0, "accuracy_all": 2 / 3, "abstention_curve": curve}
+    silent = {**answers, "answered_share": 0.0, "accuracy_answered": None}
+    fig = draw_prediction_sets({"target_coverage": 0.9, "max_error": 0.2, "folds": 5,
+                                "by_kind": {"choice": answers, "noul": silent}})
+    right = fig.axes[1]
+    stars = [c for c in right.collections if len(c.get_offsets()) == 1]
+    assert [tuple(c.get_offsets()[0]) for c in stars] == [pytest.approx((2 / 3, 1.0)), pytest.approx((0.0, 0.8))]
+    assert all(not c.get_clip_on() for c in stars)
+    assert [t.get_text() for t in right.texts] == ["noul: answers nothing"]
+    plt.close(fig)

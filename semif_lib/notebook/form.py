@@ -4,6 +4,7 @@ inside the methods that need them."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 from typing import Any, Callable, Mapping
@@ -11,7 +12,16 @@ from typing import Any, Callable, Mapping
 from ..measurement.plots import plot_probabilities
 from .tables import tabulate_answers
 
-__all__ = ["DecisionForm"]
+__all__ = ["CRITERIA_LABELS", "DecisionForm"]
+
+
+# Per question type: what the form calls it, its criteria box's label, and the box's hint when empty (the notebook's
+# prose above the form says the same: a yes/no's criteria are optional `true: ...` / `false: ...` lines)
+CRITERIA_LABELS = {
+    "noul": ("a yes/no question (noul)", "true/false", "optional: a 'true: ...' line and a 'false: ...' line"),
+    "choice": ("a choice among options", "options", "one option per line: 'name: description' (or just 'name')"),
+    "score": ("a score on ordered levels", "levels", "one level per line, lowest first"),
+}
 
 
 def _criteria_to_text(question: Mapping[str, Any]) -> str:
@@ -80,11 +90,13 @@ class DecisionForm:
         self.questions: dict[str, tuple[Any, Any]] = {}
         rows = [self.state]
         for qid, question in self._base["questions"].items():
-            instructions = w.Text(value=str(question.get("instructions", "")), description=qid, layout=layout)
-            criteria = w.Textarea(value=_criteria_to_text(question), description=question.get("type", "noul"),
-                                  placeholder="one option per line", layout=w.Layout(width="98%", height="6em"))
+            kind = question.get("type", "noul")
+            label, box, hint = CRITERIA_LABELS.get(kind, CRITERIA_LABELS["choice"])
+            instructions = w.Text(value=str(question.get("instructions", "")), description="question", layout=layout)
+            criteria = w.Textarea(value=_criteria_to_text(question), description=box, placeholder=hint,
+                                  layout=w.Layout(width="98%", height="6em"))
             self.questions[qid] = (instructions, criteria)
-            rows += [instructions, criteria]
+            rows += [w.HTML(f"<b>{html.escape(qid)}</b>: {label}"), instructions, criteria]
         self.button = w.Button(description="Score", button_style="primary", icon="play")
         self.output = w.Output()
         self.button.on_click(lambda _: self._on_click())

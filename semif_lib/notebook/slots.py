@@ -37,6 +37,7 @@ class SlotReading:
     logits: list[float]
     probabilities: dict[str, float]  # the answer's (before calibration, where it was calibrated)
     option_mass: float | None
+    prompt: str = ""  # the whole rendered prompt: notebook 00 evaluates it again with llama-cpp-python alone
 
     @property
     def softmax(self) -> list[float]:
@@ -66,7 +67,7 @@ def read_slots(engine: Any, request: Mapping[str, Any], tail_chars: int = 320) -
             question=plan.qid, kind=plan.kind, prompt_tail=_cut_tail(prompt, tail_chars), keys=list(plan.keys), token_ids=tokens,
             token_texts=[engine.token_text(token) for token in tokens], logits=[float(x) for x in answer["x_logits"]],
             probabilities=dict(answer.get("x_raw_probabilities") or read_probabilities(answer)),
-            option_mass=answer.get("x_option_mass")))
+            option_mass=answer.get("x_option_mass"), prompt=prompt))
     return readings
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "abstention_curve",
     "command_sets",
+    "draw_prediction_sets",
     "evaluate_prediction_sets",
     "fit_rules",
     "format_prediction_sets",
@@ -211,6 +212,22 @@ def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str =
     import matplotlib
 
     matplotlib.use("Agg")
+    return save_figure(draw_prediction_sets(summary, title), path)
+
+
+def _star_threshold(axis: Any, m: dict[str, Any], kind: str, color: str, max_error: float) -> None:
+    """The fitted threshold on held-out data, as a star on the curve; a rule that answers nothing has no accuracy to
+    plot, so its star sits on the left edge at the target, labelled, never clipped by the frame."""
+    answered = m["accuracy_answered"]
+    y = answered if answered is not None else 1 - max_error
+    axis.scatter([m["answered_share"]], [y], marker="*", s=220, color=color, edgecolor="black", zorder=5, clip_on=False)
+    if answered is None:
+        axis.annotate(f"{kind}: answers nothing", (m["answered_share"], y), xytext=(10, -4 - 12 * len(axis.texts)),
+                      textcoords="offset points", fontsize=8, color=color)
+
+
+def draw_prediction_sets(summary: dict[str, Any], title: str = "") -> Any:
+    """The figure `plot_prediction_sets` saves."""
     import matplotlib.pyplot as plt
 
     kinds = list(summary["by_kind"])
@@ -223,7 +240,7 @@ def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str =
         left.text(x, 0.03, f"set {m['mean_set_size']:.2f}\nof {m['mean_options']:.1f}", ha="center", color="white", fontsize=8)
         curve = [p for p in m["abstention_curve"] if p["accuracy_answered"] is not None]
         (line,) = right.plot([p["answered_share"] for p in curve], [p["accuracy_answered"] for p in curve], marker=".", label=kind)
-        right.scatter([m["answered_share"]], [m["accuracy_answered"] or 0.0], marker="*", s=120, color=line.get_color())
+        _star_threshold(right, m, kind, line.get_color(), summary["max_error"])
     left.axhline(summary["target_coverage"], color="red", linestyle="--", label=f"target {summary['target_coverage']:.0%}")
     left.set(xticks=range(len(kinds)), xticklabels=kinds, ylim=(0, 1.2), ylabel="held-out coverage (95% CI)",
              title="prediction sets")
@@ -235,7 +252,7 @@ def plot_prediction_sets(summary: dict[str, Any], path: Path | str, title: str =
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig
 
 
 Example = tuple[str, dict[str, Any], "str | None"]  # (title, a served answer as JSON, the labeled option's key or None)
