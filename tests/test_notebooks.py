@@ -370,7 +370,8 @@ def _queue_walk_results(env: dict[str, str], name: str) -> int:
         _queue_endpoint_result(env, CHAT_RESULT)  # the chat
         _queue_endpoint_result(env, CHAT_RESULT)  # the generation put beside 00's distribution
     if name.startswith("04"):
-        _queue_endpoint_result(env, DECISION_RESULT)
+        _queue_endpoint_result(env, DECISION_RESULT)  # workshop.invoke_decision
+        _queue_endpoint_result(env, DECISION_RESULT)  # the same request through boto3's invoke_endpoint alone
     return _queue_notebook_05(env) if name.startswith("05") else 0
 
 
@@ -638,7 +639,7 @@ def test_the_walk_with_studios_default_role(moto_env, monkeypatch, tmp_path):
 
     event_image = "111122223333.dkr.ecr.us-east-1.amazonaws.com/event-adapter@sha256:" + "0123456789abcdef" * 4  # by digest only
     prebuilt = {**env, "SEMIF_ADAPTER_IMAGE_URI": event_image}
-    _queue_endpoint_result(env, DECISION_RESULT)
+    _queue_walk_results(env, WALK[3])
     text_04 = _outputs_text(walk_notebook(WALK[3], prebuilt, setup=setup))
     assert "billing" in text_04 and "s3://" in text_04
     fresh_calls = _queue_notebook_05(env)

@@ -311,3 +311,144 @@ def test_no_committed_screenshot_is_older_than_the_notebook_it_shows():
         if shot_time is not None and notebook_time is not None and shot_time < notebook_time:
             stale.append(f"{shot.name} ({shot_time}) is older than {notebook.name} ({notebook_time})")
     assert not stale, "run tests/test_browser.py and commit results/screenshots/: " + "; ".join(stale)
+
+
+# ---------------------------------------------------------------------- the README's first screen
+def test_the_readme_first_screen_plans_the_hour_and_starts_the_aws_path():
+    """The first 60 lines: the times (install with its compile, run, reading, computed here from the notebooks), the
+    prerequisites by OS, the AWS checklist (quota, policies, environment, target), the wire's specification and the
+    line saying the AWS figures are estimates; no placeholder for the repository's address."""
+    from semif_lib.notebook import budget, clock
+    from semif_lib.notebook.kernel import ENVIRONMENT_COMMAND, KERNEL_FIX
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    head = "\n".join(readme.splitlines()[:60])
+    words = budget.count_prose_words()
+    local_run = clock.stated_minutes(sum(clock.read_clock()["seconds"].values()))
+    for needed in (f"about {budget.reading_minutes(words)} min: {round(words, -2):,} words", f"about {local_run} min of cells",
+                   f"about {budget.aws_run_minutes()} min along 00 → 05 → 99", "4-5 min on 2 cores",
+                   f"${budget.estimate_run_cost()['total_usd']:.2f}", "python3-venv", "g++", "xcode-select", "WSL2",
+                   "ml.c6i.xlarge for endpoint usage", "ml.c6i.xlarge for transform job usage", "semif workshop policies",
+                   "Create inline policy", "echo SEMIF_TARGET=aws >> ~/.semif/settings.env", ENVIRONMENT_COMMAND, KERNEL_FIX,
+                   "estimates until", "semif workshop rehearse", "jevcompat/blob/main/SPEC.md", "REPO_URL"):
+        assert needed in head, f"the README's first 60 lines lack {needed!r}"
+    assert "<this repository's URL>" not in readme
+
+
+def test_one_environment_command_everywhere():
+    """Studio's environment is made by one command, under the home volume: the README, docs/aws.md and docs/workshop.md
+    quote it whole wherever they create it, and the event team's lifecycle script runs the same (conda or mamba)."""
+    from semif_lib.notebook.kernel import ENVIRONMENT_COMMAND
+
+    for path in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "env create" in line:
+                assert ENVIRONMENT_COMMAND in line, f"{path.name}: {line.strip()}"
+    lifecycle = (ROOT / "container" / "cfn" / "workshop-account.yaml").read_text(encoding="utf-8")
+    assert 'env="$home/.conda/envs/semif-workshop"' in lifecycle
+    assert 'CXXFLAGS=-U__AMX_INT8__ "$tool" env create -p "$env" -f environment.yml' in lifecycle
+
+
+# ---------------------------------------------------------------------- what a reader sees without running
+def test_the_executed_copies_ran_the_notebooks_cells_as_they_are():
+    """results/notebooks/executed/ holds every notebook run locally (`semif workshop render`): each copy's cells are its
+    notebook's cells now, and it has outputs. Committing a notebook without rendering it again fails here."""
+    from semif_lib.notebook.executed import executed_dir, stale_copies
+
+    assert stale_copies() == [], "run `semif workshop render` and commit results/notebooks/executed/"
+    for copy in sorted(executed_dir().glob("*.ipynb")):
+        cells = json.loads(copy.read_text(encoding="utf-8"))["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert all(c["execution_count"] for c in code) and any(c["outputs"] for c in code), copy.name
+        assert "/tmp/semif-render-" not in copy.read_text(encoding="utf-8"), f"{copy.name}: a machine path left in"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "results/notebooks/executed/" in readme
+
+
+def test_every_screenshot_and_the_picture_are_shown_and_fresh():
+    """Every screenshot is referenced from the docs; the two paths' picture (`semif workshop picture`) is shown by the
+    README and notebook 00, and is no older in git than the module that draws it."""
+    import shutil
+    import subprocess
+
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))))
+    unreferenced = [shot.name for shot in sorted((ROOT / "results" / "screenshots").glob("*.png")) if shot.name not in docs]
+    assert unreferenced == [], f"screenshots no page shows: {unreferenced}"
+    assert "docs/images/paths.png" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "../docs/images/paths.png" in (ROOT / "notebooks" / "00_local_quickstart.ipynb").read_text(encoding="utf-8")
+    picture = ROOT / "docs" / "images" / "paths.png"
+    assert picture.stat().st_size > 20_000
+    if not (ROOT / ".git").exists() or not shutil.which("git"):
+        pytest.skip("not a git checkout: commit times unknown")
+
+    def committed_at(path):
+        out = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(path.relative_to(ROOT))], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        return int(out) if out else None
+
+    drawn, drawer = committed_at(picture), committed_at(ROOT / "semif_lib" / "notebook" / "picture.py")
+    assert drawn is None or drawer is None or drawn >= drawer, "run `semif workshop picture` and commit docs/images/paths.png"
+
+
+# ---------------------------------------------------------------------- small things an attendee reads
+def test_answer_tables_show_whole_with_no_nan():
+    """pandas cuts a cell at 50 characters and writes NaN where a yes/no has no confidence; the notebooks' answer table
+    shows every probability and an empty cell instead, while its data stay as they are."""
+    from semif_lib import notebook
+
+    long = json.loads(json.dumps(RESPONSE))
+    long["answers"]["queue"]["probabilities"] = {"billing": 0.25, "technical": 0.25, "shipping": 0.25, "account": 0.25}
+    table = notebook.tabulate_answers(long)
+    html = table._repr_html_()
+    assert "billing=0.250, technical=0.250, shipping=0.250, account=0.250" in html and "NaN" not in html
+    assert table["confidence"].isna()["is_billing"] and type(table.loc[["queue"]]) is type(table)  # still a DataFrame
+
+
+def test_benchmark_ratios_read_in_words_without_the_projects_targets():
+    from semif_lib import notebook
+
+    modes = json.loads((ROOT / "results" / "bench" / "modes.json").read_text(encoding="utf-8"))
+    table = notebook.tabulate_ratios(modes["targets"])
+    assert list(table.columns) == ["what it compares", "measured"] and "best_fork_path" not in table.index
+    assert table.loc["best_fork_vs_fresh", "measured"] == f"{modes['targets']['best_fork_vs_fresh']['ratio']:.2f}x"
+    assert "fresh" in table.loc["best_fork_vs_fresh", "what it compares"]
+    assert "met" not in table._repr_html_() and "target" not in table._repr_html_()
+
+
+def test_the_openai_sdks_typed_answers_print_one_line_each():
+    from openai.types.decision import Decision
+
+    from semif_lib import notebook
+
+    decision = Decision.model_validate({
+        "id": "d1", "object": "decision", "created_at": 0, "model": "m",
+        "answers": [{"type": "predicate", "name": "refund", "probability": 0.6123},
+                    {"type": "choice", "name": "queue", "choice": "billing", "confidence": 0.4,
+                     "probabilities": [{"value": "billing", "probability": 0.55}, {"value": "technical", "probability": 0.45}]},
+                    {"type": "score", "name": "anger", "score": 0.7, "confidence": 0.2,
+                     "probabilities": [{"label": "calm", "value": 0, "probability": 0.3},
+                                       {"label": "angry", "value": 1, "probability": 0.7}]},
+                    {"type": "refusal", "name": "late"}],
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 0,
+                  "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 10}})
+    lines = [notebook.format_typed_answer(a) for a in decision.answers]
+    assert lines[0] == "refund (predicate): P(yes) = 0.612"
+    assert lines[1] == "queue (choice): choice 'billing', confidence 0.400 | billing 0.550, technical 0.450"
+    assert lines[2] == "anger (score): score 0.70, confidence 0.200 | calm 0.300, angry 0.700"
+    assert lines[3].startswith("late (refusal): declined")
+
+
+def test_the_form_labels_each_box_by_what_it_holds():
+    """00's form: a header per question (its id and type), then a `question` box and a criteria box named for what it
+    holds; a yes/no's box says its lines are optional, as the notebook's prose does."""
+    pytest.importorskip("ipywidgets")
+    from semif_lib import notebook
+
+    form = notebook.DecisionForm(notebook.read_examples()[0])
+    boxes = {qid: (instructions.description, criteria.description, criteria.placeholder)
+             for qid, (instructions, criteria) in form.questions.items()}
+    assert [b[:2] for b in boxes.values()] == [("question", "true/false"), ("question", "options"), ("question", "levels")]
+    assert boxes["is_billing"][2].startswith("optional") and "'true: ...'" in boxes["is_billing"][2]
+    headers = [w.value for w in form.widget.children if type(w).__name__ == "HTML"]
+    assert headers == ["<b>is_billing</b>: a yes/no question (noul)", "<b>queue</b>: a choice among options",
+                       "<b>urgency</b>: a score on ordered levels"]

@@ -24,7 +24,8 @@ def _dockerfile_report(dockerfile: Dockerfile) -> dict[str, Any]:
 def _buildspec_commands(buildspec: Path) -> tuple[bool, list[str]]:
     """Whether the buildspec exists, and its login/build/push commands."""
     spec_lines = buildspec.read_text(encoding="utf-8").splitlines() if buildspec.is_file() else []
-    return bool(spec_lines), [ln.strip().lstrip("- ").strip() for ln in spec_lines if "docker" in ln or "get-login-password" in ln]
+    commands = [ln.strip().lstrip("- ").strip() for ln in spec_lines if "docker" in ln or "get-login-password" in ln]
+    return bool(spec_lines), [c for c in commands if not c.startswith("#")]  # the buildspec's comments are not commands
 
 
 def _zip_names(root: Path) -> tuple[bytes, str, list[str]]:
