@@ -1,14 +1,15 @@
 """Executed copies of the notebooks, for a reader who does not run them: the committed notebooks carry no outputs, so
 on GitHub they show code only. `semif workshop render` runs every notebook on the local target with its own parameters
 (as `semif workshop clock` does, in order, with a fresh state file) and writes each, outputs and charts included, to
-`results/notebooks/executed/`, where GitHub renders it. Paths of this machine in the outputs become `<repo>` and
-`<tmp>`, and the markdown's relative links are rewritten to reach the same files from there. A test holds every copy
-to its notebook's current cells (`stale_copies`), as the screenshots are held.
+`results/notebooks/executed/`, where GitHub renders it. Paths of this machine in the outputs become `<repo>`, `<venv>`
+and `<tmp>`, and the markdown's relative links are rewritten to reach the same files from there. A test holds every
+copy to its notebook's current cells (`stale_copies`), as the screenshots are held.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,21 @@ def _scrub(value: Any, replacements: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_scrub(v, replacements) for v in value]
     return value
+
+
+def _coalesce_streams(nb: Any) -> None:
+    """One output per run of printed text, as JupyterLab shows it (a streamed reply arrives as one message per token,
+    which a renderer would show one per line)."""
+    for cell in nb.cells:
+        merged: list[Any] = []
+        for output in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if last is not None and output.get("output_type") == "stream" == last.get("output_type") and output["name"] == last["name"]:
+                last["text"] = "".join(last["text"]) + "".join(output["text"])
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = merged
 
 
 def _scrub_outputs(nb: Any, replacements: dict[str, str]) -> None:
@@ -67,7 +83,8 @@ def render_notebooks(names: list[str] | None = None, progress: bool = True, out_
         env = local_env(Path(tmp))
         for path in tqdm(paths, desc="notebooks", unit="notebook", disable=not progress):
             _, nb = execute_notebook(path, env)
-            _scrub_outputs(nb, {str(Path(tmp).resolve()): "<tmp>", tmp: "<tmp>", str(repo_root()): "<repo>"})
+            _coalesce_streams(nb)
+            _scrub_outputs(nb, {str(Path(tmp).resolve()): "<tmp>", tmp: "<tmp>", str(repo_root()): "<repo>", sys.prefix: "<venv>"})
             for cell in nb.cells:
                 if cell.cell_type == "markdown":
                     cell.source = _relink(cell.source)

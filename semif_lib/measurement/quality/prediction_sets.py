@@ -222,7 +222,7 @@ def _star_threshold(axis: Any, m: dict[str, Any], kind: str, color: str, max_err
     y = answered if answered is not None else 1 - max_error
     axis.scatter([m["answered_share"]], [y], marker="*", s=220, color=color, edgecolor="black", zorder=5, clip_on=False)
     if answered is None:
-        axis.annotate(f"{kind}: answers nothing", (m["answered_share"], y), xytext=(10, -4 - 12 * len(axis.texts)),
+        axis.annotate(f"{kind}: answers nothing", (m["answered_share"], y), xytext=(10, -16 - 12 * len(axis.texts)),
                       textcoords="offset points", fontsize=8, color=color)
 
 
