@@ -247,9 +247,13 @@ def command_workshop_policies(args: argparse.Namespace) -> int:
 
 
 def command_workshop_rehearse(args: argparse.Namespace) -> int:
+    from .notebook.budget import estimate_run_cost
     from .notebook.rehearsal import command_rehearse
 
-    return command_rehearse(args)
+    code = command_rehearse(args)
+    if code == 0:
+        print(json.dumps(estimate_run_cost(), indent=1))  # the bill, now from the rehearsal's file
+    return code
 
 
 def command_workshop_render(args: argparse.Namespace) -> int:

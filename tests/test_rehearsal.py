@@ -62,7 +62,7 @@ def test_the_budget_prefers_a_rehearsal_over_its_estimates(monkeypatch, tmp_path
     from semif_lib.notebook import budget, rehearsal
 
     path = tmp_path / "rehearsal.json"
-    monkeypatch.setattr(rehearsal, "rehearsal_path", lambda: path)
+    monkeypatch.setattr(budget, "rehearsal_path", lambda: path)
     estimated = budget.estimate_run_cost()
     assert budget.aws_minutes("02") == (budget.CLOCKS["02"].aws_min, False) and not estimated["measured"]
     assert "(rehearsed)" not in budget.format_clock("02")

@@ -51,7 +51,7 @@ def test_s00_confidence_matches_the_engines_answers(engine, example_requests):
     from semif_lib.measurement.answers import read_response
 
     confidence = load("s00_confidence").jev_confidence
-    answers = read_response(engine.score(example_requests[0]))["answers"]
+    answers = read_response(engine.ask(example_requests[0]))["answers"]
     choices = [a for a in answers.values() if a["type"] == "choice"]
     assert choices
     for answer in choices:
@@ -60,9 +60,10 @@ def test_s00_confidence_matches_the_engines_answers(engine, example_requests):
 
 def test_s01_verify_package_reads_the_recorded_sha256_and_refuses_a_nested_gguf(fake_gguf, tmp_path):
     from semif_lib.model.package import build_model_tarball
+    from semif_lib.settings import Settings
 
     verify = load("s01_verify_package").verify_package
-    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "packages")
+    package = build_model_tarball(fake_gguf, out_dir=tmp_path / "packages", settings=Settings())
     assert verify(package.tarball) == package.sha256
     nested = tmp_path / "nested.tar.gz"
     with tarfile.open(nested, "w:gz") as archive:

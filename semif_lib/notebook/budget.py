@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 __all__ = ["CLOCKS", "Clock", "aws_minutes", "aws_run_minutes", "count_prose_words", "estimate_model_budget", "estimate_run_cost",
-           "format_autoscaling", "format_clock", "format_model_budget", "reading_minutes"]
+           "format_autoscaling", "format_clock", "format_model_budget", "read_rehearsal", "reading_minutes", "rehearsal_path",
+           "stated_aws_minutes"]
 
 @dataclass(frozen=True)
 class Clock:
@@ -99,11 +100,29 @@ def format_clock(notebook: str) -> str:
     return f"*About {clock.here_min} min with the local target (2 cores), {aws}; what bills while it runs on AWS: {clock.bills}.*"
 
 
+def rehearsal_path() -> Path:
+    from ..paths import repo_root
+
+    return repo_root() / "results" / "notebooks" / "rehearsal.json"
+
+
+def read_rehearsal(path: Path | None = None) -> dict:
+    """An event team's committed rehearsal (`rehearsal`, `semif workshop rehearse`), or {} where none was run."""
+    import json
+
+    path = path or rehearsal_path()
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def stated_aws_minutes(results: dict, notebook: str) -> int | None:
+    """A notebook's AWS minutes as the rehearsal measured them, rounded up (None: not rehearsed)."""
+    measured = results.get("minutes", {}).get(notebook[:2])
+    return None if measured is None else max(1, math.ceil(measured))
+
+
 def aws_minutes(notebook: str) -> tuple[int, bool]:
     """A notebook's minutes with the aws target, and whether they were measured: an event team's rehearsal
     (`results/notebooks/rehearsal.json`, `semif workshop rehearse`) wins over the estimate in `CLOCKS`."""
-    from .rehearsal import read_rehearsal, stated_aws_minutes
-
     measured = stated_aws_minutes(read_rehearsal(), notebook)
     return (CLOCKS[notebook[:2]].aws_min, False) if measured is None else (measured, True)
 
@@ -133,8 +152,6 @@ def estimate_run_cost() -> dict[str, object]:
 
 def _rehearsed_usage() -> list[tuple[str, float, str]]:
     """The rehearsal's billed hours as usage rows (items it could not time keep their estimate); [] without one."""
-    from .rehearsal import read_rehearsal
-
     hours = read_rehearsal().get("billed", {}).get("hours")
     if not hours:
         return []

@@ -12,7 +12,6 @@ starts every endpoint at once and runs no build, so its minutes measure nothing.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
@@ -21,23 +20,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..paths import repo_root
+from . import budget
+from .budget import read_rehearsal, stated_aws_minutes
 
-__all__ = ["REHEARSAL_ORDER", "bill_resources", "read_rehearsal", "rehearsal_path", "run_rehearsal", "stated_aws_minutes",
-           "write_rehearsal"]
+__all__ = ["REHEARSAL_ORDER", "bill_resources", "read_rehearsal", "run_rehearsal", "stated_aws_minutes", "write_rehearsal"]
 
 REHEARSAL_ORDER = ("00", "01", "02", "03", "04", "05", "99")  # what an attendee runs on AWS (06 and 07 need no account)
 HOURLY_KINDS = {"sagemaker_endpoint": "endpoint"}  # billed from creation until 99 deletes them
 RunNotebook = Callable[[Path, dict[str, str]], Any]
-
-
-def rehearsal_path() -> Path:
-    return repo_root() / "results" / "notebooks" / "rehearsal.json"
-
-
-def read_rehearsal(path: Path | None = None) -> dict[str, Any]:
-    """The committed rehearsal, or {} where no event team has run one (then `budget` keeps its estimates)."""
-    path = path or rehearsal_path()
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def _hours_between(start: str, end: float) -> float:
@@ -113,27 +103,17 @@ def run_rehearsal(settings: Any = None, run: RunNotebook = _run_one, progress: b
 
 
 def write_rehearsal(results: dict[str, Any], path: Path | None = None) -> Path:
-    path = path or rehearsal_path()
+    path = path or budget.rehearsal_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return path
 
 
-def stated_aws_minutes(results: dict[str, Any], notebook: str) -> int | None:
-    """A notebook's AWS minutes as the rehearsal measured them, rounded up (None: not rehearsed)."""
-    measured = results.get("minutes", {}).get(notebook[:2])
-    return None if measured is None else max(1, math.ceil(measured))
-
-
 def command_rehearse(args: Any) -> int:
-    """`semif workshop rehearse`: run, write, and print what the budget now states."""
-    from .budget import estimate_run_cost
-
+    """`semif workshop rehearse`: run and write (the CLI then prints what the budget states from the file)."""
     if not args.yes:
         print("this creates two endpoints, a transform job and an image build on the account your credentials name, and "
               "deletes them in 99 (about an hour, about $0.50 at list price): run again with --yes")
         return 2
-    path = write_rehearsal(run_rehearsal(progress=not args.quiet), Path(args.output) if args.output else None)
-    print(f"wrote {path}")
-    print(json.dumps(estimate_run_cost(), indent=1))
+    print(f"wrote {write_rehearsal(run_rehearsal(progress=not args.quiet), Path(args.output) if args.output else None)}")
     return 0
