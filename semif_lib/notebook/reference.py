@@ -88,11 +88,11 @@ def draw_fork(response: Mapping[str, Any], ax: Any = None) -> Any:
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 0.45 * len(suffixes) + 1.2))
     middle = (len(suffixes) - 1) / 2
-    ax.barh(middle, prefix, height=0.6, color="#4878a8")
+    ax.barh(middle, prefix, height=max(0.6, len(suffixes) - 0.4), color="#4878a8")  # as tall as the branches it serves
     ax.text(prefix / 2, middle, f"prefix: {prefix} tokens, prefilled once", ha="center", va="center", color="white")
     for row, (name, length) in enumerate(suffixes.items()):
         ax.plot([prefix, prefix + 0.02 * prefix], [middle, row], color="grey", linewidth=0.8)
-        ax.barh(row, length, left=prefix + 0.02 * prefix, height=0.6, color="#e0a040")
+        ax.barh(row, length, left=prefix + 0.02 * prefix, height=0.7, color="#e0a040")
         ax.text(prefix * 1.03 + length, row, f" {name} ({length})", va="center", fontsize=8)
     ax.set_xlabel("tokens")
     ax.set_yticks([])
