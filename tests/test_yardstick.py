@@ -159,12 +159,13 @@ def test_a_tiny_run_end_to_end(tmp_path):
     from semif_lib.containers.textserver import find_llama_server
     from semif_lib.measurement.quality.yardstick.run import YardstickRun, format_yardstick, run_yardstick
     from semif_lib.model.locate import find_model_path
+    from semif_lib.settings import load_settings
 
-    if find_llama_server() is None:
+    if (binary := find_llama_server(load_settings())) is None:
         pytest.skip("no llama-server: run `bash container/build_libllama.sh` or set SEMIF_LLAMA_SERVER")
     calibration = ROOT / "results" / "eval" / "smollm2-135m-all" / "calibration.json"
     run = YardstickRun(model=find_model_path(None), generators=("support_tickets",), items=2, seed=1, port=18470,
-                       calibration=calibration, log_dir=tmp_path, threads=1)
+                       calibration=calibration, log_dir=tmp_path, threads=1, llama_server=binary)
     doc = run_yardstick(run)
     reads = doc["systems"]["llama_server"]["letters_read"]
     assert reads["questions"] == 6 and reads["any_letter"] > 0 and reads["upstream_any_letter"] == 0

@@ -153,7 +153,7 @@ class DecisionEngine(SessionHolds):
 
     def prepare(self, request: InternalRequest) -> PreparedRequest:
         """Rendered, tokenized and checked once per request, however often it is counted, admitted or scored."""
-        check_prior_requests(self.calibration, request.questions)
+        check_prior_requests(self.calibration, {qid: request.questions[qid] for qid in request.prior_asked if qid in request.questions})
         return request.prepared_by(self.preparer, self.preparer.prepare)
 
     def plan_rounds(self, preps: Sequence[PreparedRequest]) -> list[Round]:

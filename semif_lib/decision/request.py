@@ -55,6 +55,7 @@ class InternalRequest:
     model: str | None = None  # the name the client asked for (serving checks it; the engine answers with its own)
     conversation: tuple[dict[str, str], ...] | None = None  # chat turns that are the state (OpenAI's `input` as messages)
     cache_key: str | None = None  # the prefix-cache partition (OpenAI's `prompt_cache_key`); None: the default one
+    prior_asked: tuple[str, ...] = ()  # questions whose own x_debias is "prior" (a 400 without the file's prior; a default falls back)
     _prepared: list[Any] = field(default_factory=list, repr=False)  # [(preparer, PreparedRequest)]: one preparation, reused
 
     def with_questions(self, questions: Mapping[str, Any]) -> "InternalRequest":
@@ -96,6 +97,7 @@ def resolve_request(request: DecisionRequest, defaults: ServerDefaults, mode: st
         model=request.model,
         conversation=request.conversation,
         cache_key=request.cache_key,
+        prior_asked=tuple(qid for qid, q in request.questions.items() if getattr(q, "debias", None) == "prior"),
     )
 
 

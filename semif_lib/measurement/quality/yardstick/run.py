@@ -43,6 +43,7 @@ class YardstickRun:
     port: int = 18370  # semif serve; llama-server takes the next one
     calibration: Path | None = None
     log_dir: Path = Path("results/tmp")
+    llama_server: Path | None = None  # the binary (SEMIF_LLAMA_SERVER, or found: the command reads it once)
 
 
 def _summarise(rows: list[Any], baseline: list[Any] | None, seed: int) -> dict[str, Any]:
@@ -104,7 +105,8 @@ def run_yardstick(run: YardstickRun, say: Callable[[str], None] = lambda text: N
     rates = _rates(adapter.bodies.values())
     say(f"semif serve: {seconds['semif_serve']} s")
     started = time.perf_counter()
-    with running_llama_server(run.model, run.port + 1, run.threads, run.log_dir / "yardstick-llama-server.log") as (base, server):
+    with running_llama_server(run.model, run.port + 1, run.threads, run.log_dir / "yardstick-llama-server.log",
+                              run.llama_server) as (base, server):
         bridged = llama_adapter(base, model_id)
         rows["llama_server"] = ask(bridged, items)
     seconds["llama_server"] = round(time.perf_counter() - started, 1)
@@ -186,9 +188,13 @@ def format_transfer(doc: dict[str, Any]) -> str:
 
 def command_yardstick(args: Any) -> int:
     """`semif bench sys1bench`: run, print the table, write the results file (default results/eval/sys1bench-<model>.json)."""
+    from ....containers.textserver import find_llama_server
+    from ....settings import load_settings
+
     model = find_model_path(args.model_path)
     run = YardstickRun(model=model, generators=tuple(args.generators), items=args.items, seed=args.seed, threads=args.threads,
-                       port=args.port, calibration=args.calibration, log_dir=args.log_dir)
+                       port=args.port, calibration=args.calibration, log_dir=args.log_dir,
+                       llama_server=find_llama_server(load_settings()))  # the command reads the environment once
     doc = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "sys1bench"] else "semif bench sys1bench",
            "model": {"id": model.name.removesuffix(".gguf"), "file": model.name, "sha256": hash_file(model), "bytes": model.stat().st_size},
            "machine": describe_machine(SimpleNamespace(threads=run.threads, flash_attn="auto", n_ubatch=None)) | {

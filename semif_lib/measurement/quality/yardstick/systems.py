@@ -23,7 +23,7 @@ from sys1bench.adapters.majority_prior import MajorityPriorAdapter
 from sys1bench.runners.benchmark_runner import flatten, run_items
 from sys1bench.schemas import DecisionRequest, DecisionResponse, PredictionRow, TaskItem
 
-from ....containers.textserver import find_llama_server, start_native_text_server
+from ....containers.textserver import start_native_text_server
 from ....llama_flags import build_sm_env
 from ....processes import start_server
 from .bridge import LlamaCppConstrainedAdapter
@@ -102,12 +102,13 @@ def running_semif_serve(model: Path, port: int, threads: int, log_path: Path, ca
 
 
 @contextlib.contextmanager
-def running_llama_server(model: Path, port: int, threads: int, log_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def running_llama_server(model: Path, port: int, threads: int, log_path: Path,
+                         binary: Path | None) -> Iterator[tuple[str, dict[str, Any]]]:
     """llama-server natively with the DLC's flags for one slot; its `/v1` base URL and what ran (binary, build, command)."""
     sm_env = build_sm_env({"ctx_size": 4096, "threads": threads, "threads_batch": threads, "parallel": 1, "n_gpu_layers": 0})
-    process, server = start_native_text_server(model, sm_env, port, log_path, startup_timeout_s=300)
+    process, server = start_native_text_server(model, sm_env, port, log_path, binary, startup_timeout_s=300)
     with process:
-        yield f"{server.base_url}/v1", {"binary": str(find_llama_server()), "llama_cpp_build": server.build,
+        yield f"{server.base_url}/v1", {"binary": str(binary), "llama_cpp_build": server.build,
                                         "command": server.command[1:], "sm_env": sm_env}
 
 
