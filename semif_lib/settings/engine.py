@@ -27,9 +27,10 @@ class EngineSettings(BaseSettings):
     n_batch: int = Field(2048, validation_alias="SEMIF_N_BATCH", ge=64, le=16384, description="Largest batch handed to one llama_decode.")
     n_ubatch: int = Field(512, validation_alias="SEMIF_N_UBATCH",
                           ge=32, le=4096, description="Physical micro-batch; above 512 was slower on CPU.")
-    ubatch_slack: int = Field(64, validation_alias="SEMIF_UBATCH_SLACK", ge=0, le=1024,
+    ubatch_slack: int = Field(0, validation_alias="SEMIF_UBATCH_SLACK", ge=0, le=1024,
                               description="Rows a micro-batch may grow past n_ubatch rather than leave that few for a micro-batch "
-                                          "of their own (a 533-token branch tree: one micro-batch, not 512 + 21); 0: never.")
+                                          "of their own (a 533-token branch tree: one micro-batch, not 512 + 21); 0 (default): "
+                                          "never, because the larger context micro-batch slowed fresh prompts (semif bench ubatch).")
     n_seq_max: int = Field(64, validation_alias="SEMIF_N_SEQ_MAX",
                            ge=2, le=256, description="KV sequences: cached prefixes plus parallel branches.")
     threads: int = Field(validation_alias="SEMIF_THREADS", default_factory=detect_cpu_count, ge=1, le=512, description="llama.cpp threads.")

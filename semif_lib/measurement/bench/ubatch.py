@@ -28,6 +28,8 @@ __all__ = ["command_ubatch", "format_ubatch", "run_ubatch"]
 
 ARMS = ("no-slack", "slack")
 
+SLACK_TRIED = 64  # rows the rule's arm lets a micro-batch grow by when SEMIF_UBATCH_SLACK leaves it off
+
 
 def ask_cold(engine: Any, request: dict[str, Any]) -> dict[str, Any]:
     """A cold request (its prefix stays cached for the cached ones after it): seconds and the request's token counts."""
@@ -60,14 +62,16 @@ def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], repeats: int =
 
     from ...decision.engine import DecisionEngine
 
-    engines = {"no-slack": DecisionEngine(settings.model_copy(update={"ubatch_slack": 0})), "slack": DecisionEngine(settings)}
+    slack = settings.ubatch_slack or SLACK_TRIED  # the rule is off by default: the run tries it at 64 rows unless told
+    engines = {"no-slack": DecisionEngine(settings.model_copy(update={"ubatch_slack": 0})),
+               "slack": DecisionEngine(settings.model_copy(update={"ubatch_slack": slack}))}
     per_state = []
     try:
         for i, row in enumerate(tqdm(workload, desc="bench ubatch", unit="state", file=sys.stderr, disable=not progress)):
             asked = ask_state(engines, {"state": row["state"], "questions": row["questions"]}, i, repeats)
             tree = asked["slack"]["branch_tokens"]
             per_state.append({"id": row.get("id"), "first": paired_order(i, ARMS)[0], "prefix_tokens": asked["slack"]["prefix_tokens"],
-                              "branch_tokens": tree, "tree_merges": settings.n_ubatch < tree <= settings.n_ubatch + settings.ubatch_slack,
+                              "branch_tokens": tree, "tree_merges": settings.n_ubatch < tree <= settings.n_ubatch + slack,
                               "seconds": {arm: {"cold": round(asked[arm]["cold"], 4),
                                                 "cached": round(statistics.mean(asked[arm]["cached"]), 4)} for arm in ARMS}})
         described = describe_engine_run(engines["slack"])
@@ -75,7 +79,7 @@ def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], repeats: int =
         for engine in engines.values():
             engine.close()
     merging = [s for s in per_state if s["tree_merges"]]
-    return {**described, "n_ubatch": settings.n_ubatch, "ubatch_slack": settings.ubatch_slack,
+    return {**described, "n_ubatch": settings.n_ubatch, "ubatch_slack": slack,
             "workload": {"states": len(per_state), "merging_states": len(merging), "cached_repeats": repeats},
             "ratios": {"cached_on_merging_states": ratio_of(merging, "cached"), "cold_on_merging_states": ratio_of(merging, "cold"),
                        "cold_on_all_states": ratio_of(per_state, "cold")},
