@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import ModelLoadError, SemifError, WorkStoppedError
 from ..model.hub import hub_origin
@@ -35,14 +35,12 @@ from .planner import Capacity, Round, plan_rounds
 from .preparer import PreparedRequest, RequestPreparer
 from .prompt import PROMPT_VERSION, PromptRenderer
 from .readout import read_answers
-from .request import InternalRequest, ServerDefaults, resolve_request
+from .request import EngineMode, InternalRequest, ServerDefaults, resolve_request
 from .responses import DecisionResponse
 from .schema import DecisionRequest, parse_request
 from .seam import Result, SessionHolds, Stop, mark_stopped, score_each
 
 __all__ = ["DecisionEngine", "EngineMode", "open_engine"]
-
-EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
 
 
 class DecisionEngine(SessionHolds):

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Literal, Mapping, TypeVar, get_args
 
 from ..errors import InvalidRequestError
 from ..settings import MODES, Debias, Settings
 from .schema import ChoiceQuestion, Content, DecisionRequest
 
-__all__ = ["InternalRequest", "ServerDefaults", "resolve_request"]
+__all__ = ["EngineMode", "InternalRequest", "ServerDefaults", "resolve_request"]
 
-ENGINE_MODES = (*MODES, "oneshot")  # oneshot: benchmarks only
+EngineMode = Literal["fresh", "serial", "parallel", "oneshot"]  # oneshot: benchmarks only
+ENGINE_MODES: tuple[str, ...] = get_args(EngineMode)
 Prepared = TypeVar("Prepared")  # the preparer's result (`preparer.PreparedRequest`)
 
 
