@@ -75,7 +75,8 @@ echo "$BUILD" > "$OUT/BUILD_NUMBER"
 
 # The bindings are pure Python: the installed llama-cpp-python's own when it is that version (no network needed),
 # else taken from its sdist.
-INSTALLED="$("$PIP" show llama-cpp-python 2>/dev/null | sed -n 's/^Version: //p')"
+# (`pip show` exits 1 when the package is absent, as in a fresh venv: under pipefail that must not end the script.)
+INSTALLED="$({ "$PIP" show llama-cpp-python 2>/dev/null || true; } | sed -n 's/^Version: //p')"
 if [ "$INSTALLED" = "$BINDING" ]; then
   SITE="$("$PIP" show llama-cpp-python | sed -n 's/^Location: //p')"
   rm -rf "$OUT/python" && mkdir -p "$OUT/python"

