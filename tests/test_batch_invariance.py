@@ -101,9 +101,10 @@ def test_a_failed_decode_in_the_mode_leaves_the_books_balanced_and_the_next_answ
     """Faults injected at each decode of an invariant request: the error leaves, the books balance, and the same request
     then answers with the bits a fault-free engine gives."""
     state, items = _workload_state(3)
+    state = state[:state.rindex("\n", 0, 2800)]  # about 800 tokens: two prefill rounds of n_ubatch 512, a first and a last
     body = _body(state, items, True)
     walks = {cold: walk_decode_faults(settings, body, cold=cold) for cold in (True, False)}
-    assert len(walks[True][1]) > len(walks[False][1])  # a cold request prefills too
+    assert len(walks[True][1]) >= len(walks[False][1]) + 2  # a cold request prefills too, in more than one batch
     for cold, (reference, answers) in walks.items():
         for call, answer in answers:
             got, want = _probabilities(answer), _probabilities(reference)

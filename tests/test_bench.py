@@ -46,7 +46,7 @@ def test_quick_is_the_first_states_with_fresh_on_their_first_questions(monkeypat
 # at a fraction of its cost (the per-state loop is the same; --quick alone took 5 min of CPU on 2 cores). The
 # states are the workload's first two cut to their first lines: every path still reads a shared prefix several
 # times its questions' suffixes, and prefill, which dominates on a CPU, costs a third of the full states'.
-STATES, FRESH_QUESTIONS, STATE_LINES = 2, 2, 25
+STATES, FRESH_QUESTIONS, STATE_LINES = 2, 2, 10
 
 
 def short_workload(folder: Path) -> Path:
