@@ -14,6 +14,7 @@ from support.models import qwen_gguf
 from support.paths import DATA, ROOT
 
 FAMILIES = ("smollm2", "qwen2.5")  # the model families `family_engine` runs a test on
+_BASELINES: dict[tuple, dict] = {}  # the machine's baseline, per library it was measured on (`baseline_once`)
 
 
 @pytest.fixture(scope="session")
@@ -76,3 +77,29 @@ def keyed_server():
     with running_server(ADAPTER_COMMAND, env, port) as srv:
         yield srv
 
+
+
+@pytest.fixture(autouse=True)
+def baseline_once(request, monkeypatch):
+    """In the model tier, each bench command's baseline (a subprocess that loads the embedded model: about 6 s) is
+    measured once per session per library and handed to the next command as measured. A failed one is not kept;
+    test_bench_conditions' own checks patch it themselves or change the key (the module they run)."""
+    if request.node.get_closest_marker("model") is None:
+        return
+    import copy
+    import os
+
+    from semif_lib.measurement import conditions
+
+    measure = conditions.measure_baseline
+
+    def measure_once(threads, env=None, module=None):
+        key = (threads, tuple(sorted((env or {}).items())), module, conditions.BASELINE_MODULE, os.environ.get("LLAMA_CPP_LIB_PATH"))
+        if key not in _BASELINES:
+            measured = measure(threads, env, module)
+            if "error" in measured:
+                return measured
+            _BASELINES[key] = measured
+        return copy.deepcopy(_BASELINES[key])
+
+    monkeypatch.setattr(conditions, "measure_baseline", measure_once)
