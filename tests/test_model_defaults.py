@@ -85,10 +85,13 @@ def test_every_notebook_prints_its_model_line_under_its_target(path):
 
 
 def test_the_default_models_budget_is_computed_from_its_measurements_and_quoted():
-    """Same instance, same bill; the rates come from its sys1bench scorecard; docs/quality.md quotes the paragraph."""
+    """Same instance, same bill; notebook 05's calls come from the model's own measured run; docs/quality.md quotes it."""
     from semif_lib.notebook import budget
 
     figures = budget.estimate_model_budget()
     assert figures["instance"] == AWS_MODEL.instance and figures["run_usd"] == budget.estimate_run_cost()["total_usd"]
     assert set(figures["request_s"]) == set(budget.NOTEBOOK_05_QUESTIONS) and figures["prefill_tokens_per_s"] > 0
+    assert len(figures["measured_s"]) == 3 and all(s > 0 for s in figures["measured_s"].values())
+    assert figures["rates_command"].startswith("semif bench modes --states 1")
+    assert AWS_MODEL.measured_as.lower()[:12] in figures["rates_command"].lower()
     assert budget.format_model_budget(figures) in (ROOT / "docs" / "quality.md").read_text()

@@ -181,36 +181,47 @@ def format_autoscaling(autoscale: tuple[int, int, float] | None, settings: "Sett
 
 # ---------------------------------------------------------------- the AWS default model's share of the clock and the bill
 TRANSFER_MB_S = 50  # assumed, not measured: Studio's download from the hub, its upload to S3, each endpoint's copy from S3
-RATES_FILE = "results/eval/sys1bench-{model}.json"  # `semif bench sys1bench` records semif serve's prefill and branch rates
-WORKLOAD_FILE = "results/bench/modes-quick.json"  # notebook 05's states: about 1,400 prefix tokens, 25 per question
+# Notebook 05's state 0 on the model, two threads, alone: `semif bench modes --states 1 --paths fresh,serial,parallel,cached
+# --fresh-questions 8 --model <its GGUF> --threads 2` (the command is in the file)
+REQUEST_FILES = {"Qwen2.5-Coder-1.5B-Instruct": "results/bench/modes-qwen2.5-coder-1.5b-state0.json"}
 NOTEBOOK_05_QUESTIONS = (8, 21)  # notebook 05's default QUESTIONS, and all of a state's criteria
 
 
 def estimate_model_budget(model: TargetModel = AWS_MODEL, root: Path | None = None) -> dict[str, Any]:
     """What the target's default model adds to a run: the same instance (so the same dollars), the minutes its file
-    takes to move, and notebook 05's request timed at the rates `semif serve` reached on it here, against SageMaker's 60 s."""
+    takes to move, and notebook 05's calls as measured on two quiet cores, against SageMaker's 60 s per invocation.
+
+    Measured: a cold fork of all 21 questions, one fresh question (05 sends fresh one question per call) and the 21
+    from the cache. Computed at that run's own rates: the cold fork of 05's default 8."""
     root = root or repo_root()
-    rates = json.loads((root / RATES_FILE.format(model=model.measured_as)).read_text(encoding="utf-8"))
-    workload = json.loads((root / WORKLOAD_FILE).read_text(encoding="utf-8"))["workload"]
-    speed = rates["semif_serve_rates"]
-    requests = {q: round(workload["prefix_tokens_mean"] / speed["prefill_tokens_per_s"]
-                         + q * workload["suffix_tokens_mean"] / speed["branch_tokens_per_s"], 1) for q in NOTEBOOK_05_QUESTIONS}
+    run = json.loads((root / REQUEST_FILES[model.measured_as]).read_text(encoding="utf-8"))
+    (state,) = run["per_state"]
+    workload, rates = run["workload"], run["fork_ceiling"]
+    measured = {"cold fork, 21 questions": round(state["seconds"]["parallel"], 1),
+                "one fresh question": round(state["seconds"]["fresh"] / workload["fresh_questions_per_state"], 1),
+                "cached, 21 questions": round(state["seconds"]["cached"], 1)}
+    computed = {q: round(workload["prefix_tokens_mean"] / rates["prefill_tokens_per_s"]
+                         + q * workload["suffix_tokens_mean"] / rates["branch_tokens_per_s"], 1) for q in NOTEBOOK_05_QUESTIONS}
     moves = 1 + 1 + 2  # into the Studio space, up to S3, down to each of the two endpoints
     return {"instance": model.instance, "instance_gib": INSTANCE_MEMORY_GIB[model.instance][0],
             "usd_per_hour": PRICES["endpoint"].usd, "run_usd": estimate_run_cost()["total_usd"],
             "transfer_min": round(moves * model.size / 1e6 / TRANSFER_MB_S / 60, 1),
-            "prefill_tokens_per_s": speed["prefill_tokens_per_s"], "branch_tokens_per_s": speed["branch_tokens_per_s"],
-            "threads": rates["machine"]["threads"], "cpu": rates["machine"]["cpu"], "request_s": requests,
-            "limit_s": REALTIME_INVOCATION_S, "rates_command": rates["command"]}
+            "prefill_tokens_per_s": rates["prefill_tokens_per_s"], "branch_tokens_per_s": rates["branch_tokens_per_s"],
+            "prefix_tokens": workload["prefix_tokens_mean"], "threads": run["machine"]["threads"], "cpu": run["machine"]["cpu"],
+            "measured_s": measured, "request_s": computed, "limit_s": REALTIME_INVOCATION_S, "rates_command": run["command"],
+            "date": run["machine"]["date"][:10]}
 
 
 def format_model_budget(budget: dict[str, Any], model: TargetModel = AWS_MODEL) -> str:
     """The paragraph docs/quality.md quotes (tests/test_model_defaults.py holds the two together)."""
-    times = ", ".join(f"{q} questions {s} s ({'inside' if s < budget['limit_s'] else 'over'} {budget['limit_s']:.0f} s)"
-                      for q, s in budget["request_s"].items())
+    def against(s: float) -> str:
+        return f"{s} s ({'inside' if s < budget['limit_s'] else 'over'} {budget['limit_s']:.0f} s)"
+
+    measured = ", ".join(f"{name} {against(s)}" for name, s in budget["measured_s"].items())
     return (f"{model.measured_as} on `{budget['instance']}` ({budget['instance_gib']} GiB): the instance the workshop already "
             f"uses, ${budget['usd_per_hour']:.3f} an hour per endpoint, so a run still costs about ${budget['run_usd']:.2f}; "
             f"its {model.size / 1e9:.2f} GB moves four times (into the Studio space, to S3, to each endpoint), about "
-            f"{budget['transfer_min']} min at an assumed {TRANSFER_MB_S} MB/s. At the rates semif serve reached on it here "
-            f"({budget['prefill_tokens_per_s']} prefill and {budget['branch_tokens_per_s']} branch tokens/s, {budget['threads']} "
-            f"thread of an {budget['cpu']} shared with other work), notebook 05's request would take: {times}.")
+            f"{budget['transfer_min']} min at an assumed {TRANSFER_MB_S} MB/s. Notebook 05's state 0 ({budget['prefix_tokens']} "
+            f"prefix tokens) on {budget['threads']} threads of an {budget['cpu']}, alone ({budget['date']}, `{budget['rates_command']}`): "
+            f"{measured}; its default 8 questions, cold, at that run's {budget['prefill_tokens_per_s']} prefill and "
+            f"{budget['branch_tokens_per_s']} branch tokens/s: {against(budget['request_s'][8])}.")
