@@ -127,8 +127,7 @@ def test_the_baseline_measures_the_embedded_model_on_the_library_it_names():
     assert out["model"].startswith("SmolLM2")
 
 
-@pytest.mark.parametrize("name", ["modes.json", "modes-quick.json", "modes-quick-bundled.json", "peer.json", "peer-clients.json",
-                                  "peer-quick.json"])
+@pytest.mark.parametrize("name", ["modes.json", "modes-quick-bundled.json", "peer.json", "peer-clients.json"])
 def test_an_older_file_gets_the_intervals_its_run_would_have_written_and_nothing_else(name, tmp_path):
     """`semif intervals` reads the per-state seconds of a file written before runs recorded intervals: the committed
     file holds exactly what it adds (same rule, same seed), and without intervals everything else is unchanged."""
