@@ -79,13 +79,14 @@ def test_the_benchmark_pairs_the_arms_and_reports_each_ratio_with_its_interval()
     assert f"| cached on merging states | {cached['ratio']}x | [" in text
 
 
-def test_docs_quote_the_ubatch_run_verbatim_with_its_command_and_conditions():
+@pytest.mark.parametrize("name", ["ubatch.json", "ubatch-37.json"])
+def test_docs_quote_the_ubatch_run_verbatim_with_its_command_and_conditions(name):
     import json
 
     from semif_lib.measurement.bench.ubatch import format_ubatch
     from semif_lib.measurement.options import RESULTS_DIR
 
-    doc = json.loads((RESULTS_DIR / "bench" / "ubatch.json").read_text(encoding="utf-8"))
+    doc = json.loads((RESULTS_DIR / "bench" / name).read_text(encoding="utf-8"))
     benchmarks = (RESULTS_DIR.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert format_ubatch(doc) in benchmarks and f"`{doc['command']}`" in benchmarks
     conditions = doc["conditions"]
