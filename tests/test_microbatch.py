@@ -9,6 +9,8 @@ import pytest
 
 from semif_lib.decision.backend import split_rows
 
+from support.paths import DATA
+
 
 @pytest.mark.parametrize("n, slack, expected", [
     (533, 64, [(0, 533)]),                     # a branch tree of 533 tokens: one micro-batch, not 512 + 21
@@ -77,6 +79,23 @@ def test_the_benchmark_pairs_the_arms_and_reports_each_ratio_with_its_interval()
     text = ubatch.format_ubatch(doc)
     assert text.startswith("3 of 4 states have a branch tree of 513-576 tokens") and "| cold on merging states | - | - |" in text
     assert f"| cached on merging states | {cached['ratio']}x | [" in text
+
+
+@pytest.mark.model
+def test_the_benchmark_times_fresh_prompts_on_both_arms_only_when_asked(settings):
+    """`--fresh-questions N`: each arm also answers the state's first N questions fresh, from an empty cache, and the
+    file gains their seconds and a fresh ratio; without it the file has neither."""
+    from semif_lib.jsonlines import read_records
+    from semif_lib.measurement.bench import ubatch
+
+    row = read_records(DATA / "workload_37x21.jsonl")[0]
+    row = {**row, "state": "\n".join(row["state"].splitlines()[:6]), "questions": dict(list(row["questions"].items())[:3])}
+    asked = ubatch.run_ubatch(settings, [row], repeats=1, progress=False, fresh_questions=2)
+    (state,) = asked["per_state"]
+    assert all(state["seconds"][arm]["fresh"] > 0 for arm in ubatch.ARMS) and asked["workload"]["fresh_questions"] == 2
+    assert asked["ratios"]["fresh_on_all_states"]["ratio"] > 0
+    plain = ubatch.run_ubatch(settings, [row], repeats=1, progress=False)
+    assert "fresh" not in plain["per_state"][0]["seconds"]["slack"] and "fresh_on_all_states" not in plain["ratios"]
 
 
 @pytest.mark.parametrize("name", ["ubatch.json", "ubatch-37.json"])

@@ -130,6 +130,7 @@ def add_gpu_flags(p: Any) -> None:
 def add_ubatch_flags(p: Any) -> None:
     p.add_argument("--ids", type=comma_list, help="only these workload states, comma-separated ids (default: all 37)")
     p.add_argument("--repeats", type=positive_int, default=3, help="cached requests per state and arm, alternating (default 3)")
+    p.add_argument("--fresh-questions", type=positive_int, dest="fresh_questions", help="also fresh on each state's first N")
     add_model_run_flags(p, "ubatch", "results/bench/ubatch.json")
 
 

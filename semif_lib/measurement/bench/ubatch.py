@@ -6,9 +6,11 @@ remainder of at most that many rows joins the micro-batch before it). Each state
 `parallel` request (prefill and branches) and then with its prefix cached (branches only, `--repeats` times,
 averaged) on both engines, the two taking turns going first (`conditions.paired_order`). A state's tree
 "merges" when its branch tokens are more than `n_ubatch` and at most `n_ubatch` + slack: the 532-534-token
-trees of 5 of the 37 states, decoded as 512 + 21 without the rule. The results: each arm's seconds per state,
-and the ratio of the rates with its interval over states: on merging states, cached (branches alone) and
-cold, and cold on every state asked.
+trees of 5 of the 37 states, decoded as 512 + 21 without the rule. `--fresh-questions N` adds a third request
+per state and arm: its first N questions in `fresh` mode, every prompt whole (the slack arm's context is made for
+larger micro-batches, and a fresh prompt runs in it too). The results: each arm's seconds per state, and the ratio
+of the rates with its interval over states: on merging states, cached (branches alone) and cold, cold on every
+state asked, and fresh on every state when asked for.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ...errors import InvalidRequestError
 from ...settings import load_settings
 from ..conditions import bootstrap_ratio, format_interval, interval_against, paired_order
 from .harness import time_call
-from .workload import describe_engine_run, load_workload, time_cold, write_result
+from .workload import describe_engine_run, first_questions, load_workload, time_cold, write_result
 
 __all__ = ["command_ubatch", "format_ubatch", "run_ubatch"]
 
@@ -37,13 +39,20 @@ def ask_cold(engine: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"cold": cold_s, "cached": [], "prefix_tokens": cold.timing["prefix_tokens"], "branch_tokens": cold.timing["branch_tokens"]}
 
 
-def ask_state(engines: dict[str, Any], request: dict[str, Any], index: int, repeats: int) -> dict[str, dict[str, Any]]:
-    """Each arm cold, then `repeats` cached requests per arm, the arms taking turns (who goes first turns with the state)."""
+def ask_state(engines: dict[str, Any], request: dict[str, Any], index: int, repeats: int,
+              fresh_questions: int | None = None) -> dict[str, dict[str, Any]]:
+    """Each arm cold, then `repeats` cached requests per arm, then (if asked) its first questions fresh from an empty
+    cache, the arms taking turns (who goes first turns with the state)."""
     order = paired_order(index, ARMS)
     asked = {arm: ask_cold(engines[arm], request) for arm in order}
     for _ in range(repeats):
         for arm in order:
             asked[arm]["cached"].append(time_call(lambda arm=arm: engines[arm].ask(request, mode="parallel"))[0])
+    if fresh_questions:
+        fresh = first_questions(request, fresh_questions)
+        for arm in order:
+            engines[arm].clear_cache()
+            asked[arm]["fresh"] = time_call(lambda arm=arm: engines[arm].ask(fresh, mode="fresh"))[0]
     return asked
 
 
@@ -56,7 +65,8 @@ def ratio_of(states: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | Non
     return {"ratio": boot["ratio"], "interval": interval_against(boot, 1.0)}
 
 
-def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], repeats: int = 3, progress: bool = True) -> dict[str, Any]:
+def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], repeats: int = 3, progress: bool = True,
+               fresh_questions: int | None = None) -> dict[str, Any]:
     """Both engines on every state, taking turns; the per-state seconds and the ratios."""
     from tqdm.auto import tqdm
 
@@ -68,21 +78,25 @@ def run_ubatch(settings: Any, workload: Sequence[dict[str, Any]], repeats: int =
     per_state = []
     try:
         for i, row in enumerate(tqdm(workload, desc="bench ubatch", unit="state", file=sys.stderr, disable=not progress)):
-            asked = ask_state(engines, {"state": row["state"], "questions": row["questions"]}, i, repeats)
+            asked = ask_state(engines, {"state": row["state"], "questions": row["questions"]}, i, repeats, fresh_questions)
             tree = asked["slack"]["branch_tokens"]
             per_state.append({"id": row.get("id"), "first": paired_order(i, ARMS)[0], "prefix_tokens": asked["slack"]["prefix_tokens"],
                               "branch_tokens": tree, "tree_merges": settings.n_ubatch < tree <= settings.n_ubatch + slack,
                               "seconds": {arm: {"cold": round(asked[arm]["cold"], 4),
-                                                "cached": round(statistics.mean(asked[arm]["cached"]), 4)} for arm in ARMS}})
+                                                "cached": round(statistics.mean(asked[arm]["cached"]), 4),
+                                                **({"fresh": round(asked[arm]["fresh"], 4)} if fresh_questions else {})}
+                                          for arm in ARMS}})
         described = describe_engine_run(engines["slack"])
     finally:
         for engine in engines.values():
             engine.close()
     merging = [s for s in per_state if s["tree_merges"]]
     return {**described, "n_ubatch": settings.n_ubatch, "ubatch_slack": slack,
-            "workload": {"states": len(per_state), "merging_states": len(merging), "cached_repeats": repeats},
+            "workload": {"states": len(per_state), "merging_states": len(merging), "cached_repeats": repeats,
+                         **({"fresh_questions": fresh_questions} if fresh_questions else {})},
             "ratios": {"cached_on_merging_states": ratio_of(merging, "cached"), "cold_on_merging_states": ratio_of(merging, "cold"),
-                       "cold_on_all_states": ratio_of(per_state, "cold")},
+                       "cold_on_all_states": ratio_of(per_state, "cold"),
+                       **({"fresh_on_all_states": ratio_of(per_state, "fresh")} if fresh_questions else {})},
             "per_state": per_state}
 
 
@@ -103,7 +117,7 @@ def command_ubatch(args: Any) -> int:
     if args.ids and len(workload) != len(set(args.ids)):
         raise InvalidRequestError(f"--ids names a state the workload lacks: {sorted(set(args.ids) - {r.get('id') for r in workload})}",
                                   field="ids")
-    doc = run_ubatch(settings, workload, args.repeats, progress=not args.quiet)
+    doc = run_ubatch(settings, workload, args.repeats, progress=not args.quiet, fresh_questions=args.fresh_questions)
     doc["command"] = " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "ubatch"] else "semif bench ubatch"
     print(format_ubatch(doc))
     out = write_result(doc, args.output or settings.results_dir / "bench" / "ubatch.json")
