@@ -98,7 +98,7 @@ def test_the_benchmark_times_fresh_prompts_on_both_arms_only_when_asked(settings
     assert "fresh" not in plain["per_state"][0]["seconds"]["slack"] and "fresh_on_all_states" not in plain["ratios"]
 
 
-@pytest.mark.parametrize("name", ["ubatch.json", "ubatch-37.json"])
+@pytest.mark.parametrize("name", ["ubatch.json", "ubatch-37.json", "ubatch-fresh.json"])
 def test_docs_quote_the_ubatch_run_verbatim_with_its_command_and_conditions(name):
     import json
 
