@@ -9,6 +9,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+def committed_at(path: Path) -> int | None:
+    """When the last commit touching `path` was made (Unix seconds; None: never committed). Callers skip outside git."""
+    import subprocess
+
+    out = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(path.relative_to(ROOT))], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return int(out) if out else None
+
+
 RESPONSE = {"model": "m", "answers": {
     "is_billing": {"type": "noul", "noul": 0.6, "x_probabilities": {"true": 0.6, "false": 0.4}, "x_option_mass": 0.2},
     "queue": {"type": "choice", "choice": "billing", "confidence": 0.5,
@@ -292,15 +301,9 @@ def test_no_committed_screenshot_is_older_than_the_notebook_it_shows():
     """tests/test_browser.py rewrites results/screenshots/ from the notebooks; committing a notebook without the
     screenshots it changed leaves pictures of code the notebook no longer has."""
     import shutil
-    import subprocess
 
     if not (ROOT / ".git").exists() or not shutil.which("git"):
         pytest.skip("not a git checkout: commit times unknown")
-
-    def committed_at(path):
-        out = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(path.relative_to(ROOT))], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.strip()
-        return int(out) if out else None
 
     shots = sorted((ROOT / "results" / "screenshots").glob("*.png"))
     assert shots, "no committed screenshots"
@@ -369,7 +372,6 @@ def test_every_screenshot_and_the_picture_are_shown_and_fresh():
     """Every screenshot is referenced from the docs; the two paths' picture (`semif workshop picture`) is shown by the
     README and notebook 00, and is no older in git than the module that draws it."""
     import shutil
-    import subprocess
 
     docs = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))))
     unreferenced = [shot.name for shot in sorted((ROOT / "results" / "screenshots").glob("*.png")) if shot.name not in docs]
@@ -380,11 +382,6 @@ def test_every_screenshot_and_the_picture_are_shown_and_fresh():
     assert picture.stat().st_size > 20_000
     if not (ROOT / ".git").exists() or not shutil.which("git"):
         pytest.skip("not a git checkout: commit times unknown")
-
-    def committed_at(path):
-        out = subprocess.run(["git", "log", "-1", "--format=%ct", "--", str(path.relative_to(ROOT))], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.strip()
-        return int(out) if out else None
 
     drawn, drawer = committed_at(picture), committed_at(ROOT / "semif_lib" / "notebook" / "picture.py")
     assert drawn is None or drawer is None or drawn >= drawer, "run `semif workshop picture` and commit docs/images/paths.png"
