@@ -51,8 +51,7 @@ def ask_state(engines: dict[str, Any], request: dict[str, Any], index: int, repe
     if fresh_questions:
         fresh = first_questions(request, fresh_questions)
         for arm in order:
-            engines[arm].clear_cache()
-            asked[arm]["fresh"] = time_call(lambda arm=arm: engines[arm].ask(fresh, mode="fresh"))[0]
+            asked[arm]["fresh"] = time_cold(engines[arm], fresh, mode="fresh")[1]
     return asked
 
 

@@ -56,11 +56,12 @@ def describe_bench_run(args: Any) -> tuple[Any, dict[str, Any]]:
     return settings, meta
 
 
-def time_cold(engine: Any, request: dict[str, Any]) -> tuple[Any, float]:
-    """`request` scored from an empty prefix cache, and its seconds: arms compared cold all pay the same prefill."""
+def time_cold(engine: Any, request: dict[str, Any], mode: str | None = None) -> tuple[Any, float]:
+    """`request` scored from an empty prefix cache (in `mode`; None: its own or the server's), and its seconds: arms
+    compared cold all pay the same prefill."""
     engine.clear_cache()
     started = time.perf_counter()
-    response = engine.ask(request)
+    response = engine.ask(request, mode)
     return response, time.perf_counter() - started
 
 
