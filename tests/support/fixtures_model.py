@@ -78,7 +78,6 @@ def keyed_server():
         yield srv
 
 
-
 @pytest.fixture(autouse=True)
 def baseline_once(request, monkeypatch):
     """In the model tier, each bench command's baseline (a subprocess that loads the embedded model: about 6 s) is
