@@ -21,6 +21,7 @@ pytest_plugins = [
     "support.fixtures_model",
     "support.fixtures_containers",
     "support.fixtures_aws",
+    "support.workers",
 ]
 
 __all__ = ["DATA", "MAX_ABS_DIFF", "MEAN_ABS_DIFF", "ROOT", "flatten_probabilities", "free_port"]

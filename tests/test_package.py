@@ -54,9 +54,10 @@ def test_environment_yml_matches_pyproject():
 
 
 def test_ci_runs_the_readme_test_command():
-    """`.ci/run` runs the README's second command verbatim, so the README's promise is what CI checks."""
+    """`.ci/run` runs the README's second command verbatim, so the README's promise is what CI checks: the whole suite, in
+    two workers pinned to their own CPUs (tests/support/workers.py)."""
     readme = (ROOT / "README.md").read_text()
     block = readme.split("```bash", 1)[1].split("```", 1)[0]
     commands = [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
-    assert len(commands) == 2 and commands[1].endswith("python -m pytest")
+    assert len(commands) == 2 and commands[1].endswith("python -m pytest -n 2")
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
