@@ -19,6 +19,7 @@ from semif_lib.cli import build_parser
 from semif_lib.measurement import options
 from semif_lib.measurement.agreement import Agreement, compare_question
 from semif_lib.measurement.answers import read_argmax, read_probabilities, top_option
+from semif_lib.measurement.bench.peer import command as peer_command
 from semif_lib.measurement.bench.peer import config as peer_config
 from semif_lib.measurement.bench.peer import protocol as peer_protocol
 from semif_lib.measurement.bench.peer import report as peer_report
@@ -135,11 +136,11 @@ def test_bench_peer_flags_default_to_the_config(capsys):
 
     machine = Settings(_env_file=None, llama_server="/opt/llama/llama-server")
     args = build_parser().parse_args(["bench", "peer"])
-    config = peer_run.config_from_args(args, machine)
+    config = peer_command.config_from_args(args, machine)
     assert config == peer_config.PeerConfig(run_id=config.run_id, machine=machine)  # this machine's tools, handed down
     args = build_parser().parse_args(["bench", "peer", "--threads", "4", "--text-server", "native", "--paths", "decision-cold,server-json",
                                       "--clients", "0", "--model", "m.gguf"])
-    config = peer_run.config_from_args(args, machine)
+    config = peer_command.config_from_args(args, machine)
     assert (config.threads, config.kind, list(config.paths), config.clients, str(config.model_path)) == (
         4, "native", ["decision-cold", "server-json"], 0, "m.gguf")
     assert config.n_ctx == peer_config.PeerConfig().n_ctx and config.parallel == peer_config.PeerConfig().parallel
@@ -226,8 +227,8 @@ def fake_peer(monkeypatch):
     monkeypatch.setattr(textserver, "run_text_server", text_server)
     monkeypatch.setattr(locate, "find_model_path", lambda path=None: Path("model.gguf"))
     written: list[dict] = []
-    write = peer_run.write_result
-    monkeypatch.setattr(peer_run, "write_result", lambda doc, output: (written.append(doc), write(doc, output))[1])
+    write = peer_command.write_result
+    monkeypatch.setattr(peer_command, "write_result", lambda doc, output: (written.append(doc), write(doc, output))[1])
     return written
 
 

@@ -28,7 +28,7 @@ ENTRY_POINTS = {
     ("semif_lib.measurement.bench.invariance", "command_invariance"): "`semif bench invariance`",
     ("semif_lib.measurement.bench.coherence", "command_coherence"): "`semif bench coherence`",
     ("semif_lib.measurement.bench.workload", "describe_bench_run"): "the bench commands' flags over the environment",
-    ("semif_lib.measurement.bench.peer.run", "command_peer"): "`semif bench peer`: this machine's llama-server and runtime",
+    ("semif_lib.measurement.bench.peer.command", "command_peer"): "`semif bench peer`: this machine's llama-server and runtime",
     ("semif_lib.measurement.quality.yardstick.run", "command_yardstick"): "`semif bench sys1bench`: this machine's llama-server",
     ("semif_lib.measurement.bench.ubatch", "command_ubatch"): "`semif bench ubatch`: its flags over the environment",
     ("semif_lib.measurement.bench.gpu", "probe"): "the device check's own process (`python -m semif_lib.measurement.bench.gpu`)",

@@ -114,6 +114,8 @@ def add_peer_flags(p: Any) -> None:
     p.add_argument("--model", type=Path, dest="model_path", metavar="MODEL", help="GGUF file (default: the embedded SmolLM2)")
     p.add_argument("--port", type=int, help=f"loopback port of semif serve; llama-server takes the next one (default {d['port']})")
     p.add_argument("--log-dir", type=Path, dest="log_dir", help=f"server logs (default {d['log_dir']})")
+    p.add_argument("--builds", type=parse_int_list, help="two llama.cpp builds (container/build_libllama.sh N): only the prefill gap, "
+                   "on both, paired per state, into results/bench/peer-builds.json")
     p.add_argument("--output", type=Path, help="results file (default results/bench/peer[-quick].json)")
 
 
@@ -275,7 +277,7 @@ COMMANDS: dict[str, Command] = {
     "bench robustness": Command("bench.robustness:command_robustness", "semif serve under load, KV pressure, nested prefixes, bad "
                                 "input and decode faults", add_robustness_flags),
     # semif serve against the text DLC's llama-server (starts both servers)
-    "bench peer": Command("bench.peer.run:command_peer", "the decision path against the text DLC's llama-server, same model, same "
+    "bench peer": Command("bench.peer.command:command_peer", "the decision path against the text DLC's llama-server, same model, same "
                           "workload, one run", add_peer_flags),
     "bench gpu": Command("bench.gpu:command_gpu", "on a machine with an NVIDIA GPU: a CUDA llama.cpp, every layer on the GPU "
                          "(checked), then modes --quick, readout-vs-generation and invariance into results/bench/gpu/<device>/",

@@ -35,18 +35,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ....errors import InvalidRequestError
-from ....settings import ContainerSettings, load_settings
+from ....settings import ContainerSettings
 from ...conditions import paired_order, remeasure_baseline
-from ...options import PEER_PATHS, QUICK_STATES
+from ...options import PEER_PATHS
 from ..harness import refuse_unknown, running_serve
-from ..workload import describe_machine, load_workload, write_result
 from .config import CLIENT_TIMEOUT_S, N_BATCH, N_UBATCH, PeerConfig
 from .protocol import (
     TOP_LOGPROBS,
@@ -60,7 +59,7 @@ from .protocol import (
     run_clients,
     warm_up,
 )
-from .report import PeerTally, check_peer_targets, estimate_peer_ceiling, format_peer, save_peer_plot, summarize_paths
+from .report import PeerTally, check_peer_targets, estimate_peer_ceiling, summarize_paths
 from .results import (
     CLIENT_SIDES,
     ClientPhase,
@@ -73,7 +72,7 @@ from .results import (
     WorkloadSummary,
 )
 
-__all__ = ["check_paths", "command_peer", "run_peer"]
+__all__ = ["check_paths", "choose_decision_library", "opened_peer", "run_peer", "run_state"]
 
 REFERENCE_B = "reference-b"  # the untimed decision request on the concurrent pass's text: that pass's reference
 
@@ -232,21 +231,15 @@ def describe_peer(server: Any, sm_env: dict[str, str]) -> PeerServer:
     return PeerServer(**info)
 
 
-def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency_workload: Sequence[dict[str, Any]] = (),
-             progress: bool = True, checkpoint: Callable[[PeerResults], None] | None = None) -> PeerResults:
-    """Both servers up, every path on every state (interleaved), then the client phase; returns the results.
-
-    `checkpoint` gets the results so far (`partial` says what is missing) after every state and
-    before the client phase: a run of two hours that fails late keeps what it measured.
-    """
+@contextmanager
+def opened_peer(config: PeerConfig, say: Callable[[str], None] = lambda text: None) -> Iterator[PeerRun]:
+    """Both servers of `config` up and warmed (`semif serve` on the chosen libllama, the text DLC), as a `PeerRun`."""
     import httpx
-    from tqdm.auto import tqdm
 
     from ....containers.textserver import run_text_server
     from ....model.locate import find_model_path
 
     check_paths(config.paths)
-    say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
     model = find_model_path(config.model_path)
     machine = config.machine or ContainerSettings.model_construct()  # unset: the defaults, no environment read here
     sm_env = config.sm_env(kv_unified=offers_flag("--kv-unified", machine) is not False)
@@ -255,13 +248,27 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
         remeasure_baseline(config.threads, library_env, module)
     serve_env = {**config.serve_env(model), **library_env}
     decision_server = DecisionServer(**library, env={k: v for k, v in serve_env.items() if k.startswith("SEMIF_")})
-    with running_serve(config.port, serve_env, config.log_dir / "peer-serve.log", module=module) as decision_url, \
+    with running_serve(config.port, serve_env, config.log_dir / f"peer-serve-{config.port}.log", module=module) as decision_url, \
             run_text_server(model, sm_env, config.port + 1, machine, kind=config.kind, log_dir=config.log_dir) as server, \
             httpx.Client(timeout=CLIENT_TIMEOUT_S) as http:
         run = PeerRun(config, decision_url, server.base_url + server.chat_path, http, {p: PeerTally() for p in config.paths},
                       model=model, peer=describe_peer(server, sm_env), decision_server=decision_server)
         say(f"decision path: {decision_url} on {library}; text DLC: {server.kind} (llama.cpp b{server.build}) at {run.chat_url}")
         warm_up(http, decision_url, run.chat_url)
+        yield run
+
+
+def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency_workload: Sequence[dict[str, Any]] = (),
+             progress: bool = True, checkpoint: Callable[[PeerResults], None] | None = None) -> PeerResults:
+    """Both servers up, every path on every state (interleaved), then the client phase; returns the results.
+
+    `checkpoint` gets the results so far (`partial` says what is missing) after every state and
+    before the client phase: a run of two hours that fails late keeps what it measured.
+    """
+    from tqdm.auto import tqdm
+
+    say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
+    with opened_peer(config, say) as run:
         clients = bool(concurrency_workload and config.clients)
         for i, row in enumerate(tqdm(workload, desc="bench peer", unit="state", file=sys.stderr, disable=not progress)):
             run_state(run, i, row)
@@ -293,32 +300,3 @@ def assemble_peer(run: PeerRun, concurrency: ClientPhases | None, partial: str |
         targets=check_peer_targets(paths, concurrency, run.json_speedups, run.per_state),
         per_state=run.per_state,
     )
-
-
-# ---------------------------------------------------------------- the command
-def config_from_args(args: Any, machine: ContainerSettings) -> PeerConfig:
-    """The run's `PeerConfig` from the flags given; every flag left out (None) keeps the config's default."""
-    names = ("threads", "n_ctx", "parallel", "clients", "questions", "paths", "kind", "decision_llama", "port", "log_dir", "model_path")
-    return PeerConfig.from_options(machine=machine, **{name: getattr(args, name) for name in names})
-
-
-def command_peer(args: Any) -> int:
-    """`semif bench peer`: the run, checkpointed after every state, the Markdown printed, results and plot written."""
-    config = config_from_args(args, load_settings())  # the command reads the environment once: this machine's tools
-    check_paths(config.paths)
-    workload = load_workload(args.workload, states=args.states or (QUICK_STATES if args.quick else None))
-    phase = args.concurrency_states or (config.clients if args.quick else None)
-    concurrency = load_workload(args.workload, states=phase) if config.clients else []
-    head = {"command": " ".join(["semif", *sys.argv[1:]]) if sys.argv[1:3] == ["bench", "peer"] else "semif bench peer",
-            "machine": describe_machine(SimpleNamespace(threads=config.threads, flash_attn="auto", n_ubatch=N_UBATCH))}
-    output = args.output or Path("results/bench") / ("peer-quick.json" if args.quick else "peer.json")
-
-    def checkpoint(partial: PeerResults) -> None:
-        write_result(partial.model_copy(update=head).to_json(), output)
-        format_peer(partial)  # the report reads every figure after the first state already, not first at the end
-
-    results = run_peer(config, workload, concurrency, checkpoint=checkpoint).model_copy(update=head)
-    out = write_result(results.to_json(), output)
-    print(format_peer(results))
-    print(f"wrote {out} and {save_peer_plot(results, out.with_suffix('.png'))}", file=sys.stderr)
-    return 0
