@@ -14,11 +14,13 @@ import pytest
 
 from semif_lib.cli import main
 from semif_lib.errors import InvalidRequestError
+from semif_lib.llamabuilds import binding_for_build
 from semif_lib.measurement import conditions
 from semif_lib.measurement.bench.peer import builds
 from semif_lib.measurement.bench.peer.config import PeerConfig
+from semif_lib.measurement.options import RESULTS_DIR
 
-from support.paths import DATA
+from support.paths import DATA, ROOT
 from support.servers import free_port
 
 
@@ -62,6 +64,17 @@ def test_a_build_that_is_not_built_is_refused_with_the_command_that_builds_it(ca
     assert "llama.cpp b1 is not built" in err and "container/build_libllama.sh 1" in err
 
 
+def test_the_committed_run_pairs_enough_states_and_the_docs_quote_it():
+    """results/bench/peer-builds.json (b10435 against b10970, run alone): 12 states or more, each build's baseline on
+    its own library, and docs/benchmarks.md quotes its table as the command prints it."""
+    doc = json.loads((RESULTS_DIR / "bench" / "peer-builds.json").read_text())
+    assert doc["figures"]["states_counted"] >= 12 and doc["conditions"]["baseline"]
+    for b in map(str, doc["builds"]):
+        assert doc["servers"][b]["baseline"]["library"]["llama_cpp_python"] == binding_for_build(int(b))
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert builds.format_builds(doc) in text and doc["command"] in text
+
+
 @pytest.mark.model
 @pytest.mark.server
 def test_two_builds_end_to_end(tmp_path):
@@ -80,6 +93,8 @@ def test_two_builds_end_to_end(tmp_path):
     assert doc["builds"] == [present[0], present[-1]] and [s["first"] for s in doc["per_state"]] == [present[0], present[-1]]
     for b in map(str, doc["builds"]):
         assert doc["servers"][b]["llama_cpp_build"] == int(b) == doc["servers"][b]["decision_server"]["llama_cpp_build"]
+        library = doc["servers"][b]["baseline"]["library"]  # the baseline ran on that build, through its own binding
+        assert library["build"] == int(b) and library["llama_cpp_python"] == binding_for_build(int(b))
         assert all(s["prefill_tokens_per_s"][b]["decision"] > 0 and s["prefill_tokens_per_s"][b]["llama-server"] > 0
                    for s in doc["per_state"])
     assert doc["figures"]["states_counted"] == 2 and doc["conditions"]["machine"]

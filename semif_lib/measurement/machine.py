@@ -140,7 +140,8 @@ def describe_library(llama_cpp: Any) -> dict[str, Any]:
     except OSError:
         loaded = []
     external = bool(os.environ.get("LLAMA_CPP_LIB_PATH"))
-    return {"llama_cpp_python": metadata.version("llama-cpp-python"), "lib_dir": str(lib_dir),
+    # the binding imported, which on an external build is that build's own (PYTHONPATH), not the installed one
+    return {"llama_cpp_python": getattr(llama_cpp, "__version__", None) or metadata.version("llama-cpp-python"), "lib_dir": str(lib_dir),
             "build": read_library_build(lib_dir) if external else None,
             "source": "external build (LLAMA_CPP_LIB_PATH)" if external else "llama-cpp-python's bundled build",
             "cpu_backend": loaded, "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()}
