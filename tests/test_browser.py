@@ -326,6 +326,26 @@ EDITED_STATE = "Customer: I cannot log in to my account since yesterday; the pas
 EDITED_QUEUE = "billing: payments, charges, refunds\naccount: login, password, profile\nshipping: parcels, delivery"
 
 
+def wait_for_quiet_kernel(driver, quiet_s: float = 1.5) -> None:
+    """Until the kernel has stayed idle for `quiet_s`, as after a person's typing.
+
+    ipywidgets holds a text box's newest value in the page while the kernel is busy with the previous one, but
+    sends a button's click at once: a click right after typing can reach a slow kernel (one CPU, shared with the
+    browser and the server) before the value it was typed with.
+    """
+    quiet_since = [None]
+
+    def quiet():
+        now = time.monotonic()
+        if (notebook_state(driver) or {}).get("kernel") != "idle":
+            quiet_since[0] = None
+        elif quiet_since[0] is None:
+            quiet_since[0] = now
+        return now - quiet_since[0] >= quiet_s if quiet_since[0] is not None else False
+
+    wait_until("the kernel idle after the edits", quiet, CLICK_S, interval_s=0.25)
+
+
 def check_form(driver, form) -> None:
     """Edit the form's state and the queue's options, press Score, see the new table and chart."""
     textareas = form.find_elements(By.CSS_SELECTOR, ".widget-textarea textarea")
@@ -338,6 +358,7 @@ def check_form(driver, form) -> None:
     replace_text(state_field, EDITED_STATE)
     replace_text(queue_field, EDITED_QUEUE)
     assert state_field.get_property("value") == EDITED_STATE
+    wait_for_quiet_kernel(driver)
     button = form.find_element(By.XPATH, ".//button[normalize-space()='Score']")
     assert not form.find_elements(By.CSS_SELECTOR, ".widget-output table"), "the form shows a table before Score"
     button.click()
