@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from semif_lib.cli import main
+from semif_lib.containers.images import llama_cpp_dir
 from semif_lib.errors import InvalidRequestError
 from semif_lib.llamabuilds import binding_for_build
 from semif_lib.measurement import conditions
@@ -79,7 +80,7 @@ def test_the_committed_run_pairs_enough_states_and_the_docs_quote_it():
 @pytest.mark.server
 def test_two_builds_end_to_end(tmp_path):
     """Both builds' servers up at once, two states: every state has both sides' rates on both builds, and the file has them."""
-    present = sorted(int(d.name.removeprefix("llama-cpp-b")) for d in builds.build_dir(0).parent.glob("llama-cpp-b*")
+    present = sorted(int(d.name.removeprefix("llama-cpp-b")) for d in llama_cpp_dir(0).parent.glob("llama-cpp-b*")
                      if d.name.removeprefix("llama-cpp-b").isdigit() and (d / "llama-server").exists() and (d / "python").is_dir())
     if len(present) < 2:
         pytest.skip(f"needs two llama.cpp builds in .semif (container/build_libllama.sh N), this machine has {present}")

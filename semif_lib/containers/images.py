@@ -14,13 +14,20 @@ from ..paths import repo_root
 from ..settings import ContainerSettings
 from .runtime import ContainerError, ContainerRuntime, image_exists
 
-__all__ = ["build_adapter_image", "build_image", "build_replica_image", "default_base_image"]
+__all__ = ["build_adapter_image", "build_image", "build_replica_image", "default_base_image", "llama_cpp_dir"]
 
 REPO_ROOT = repo_root()
 # What container/build_libllama.sh builds by default: the published build nearest the one the DLC's tags carry
 # today (v0.4.1 = b10964; serving.llamabinding.DLC_RELEASES). The replica image is tagged with it.
 LLAMA_CPP_BUILD = 10970
-LLAMA_CPP_DIR = REPO_ROOT / ".semif" / f"llama-cpp-b{LLAMA_CPP_BUILD}"
+
+
+def llama_cpp_dir(build: int, suffix: str = "") -> Path:
+    """Where `container/build_libllama.sh BUILD` puts llama-server, libllama and the build's binding (`-cuda`: CUDA=1)."""
+    return REPO_ROOT / ".semif" / f"llama-cpp-b{build}{suffix}"
+
+
+LLAMA_CPP_DIR = llama_cpp_dir(LLAMA_CPP_BUILD)
 REPLICA_IMAGE = f"localhost/semif-dlc-replica:b{LLAMA_CPP_BUILD}"
 ADAPTER_IMAGE = "localhost/semif-decision:latest"
 BASE_IMAGE = "localhost/semif-debian:bookworm"

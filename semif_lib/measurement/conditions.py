@@ -92,11 +92,14 @@ def recording(threads: int | None) -> Iterator[Recording]:
         _current = previous
 
 
-def remeasure_baseline(threads: int, env: dict[str, str], module: str) -> None:
-    """The baseline again, on the library a benchmark's server runs on (`semif bench peer --decision-llama build`)."""
+def remeasure_baseline(threads: int, env: dict[str, str], module: str) -> dict[str, Any] | None:
+    """The baseline again, on the library a benchmark's server runs on (`semif bench peer --decision-llama build`), and
+    returned (None outside `recording`: nothing measured)."""
     if _current is not None and _current.baseline is not None:
         _current.baseline = measure_baseline(threads, env, module)
         _current.counters = read_counters()
+        return _current.baseline
+    return None
 
 
 def attach_conditions(doc: dict[str, Any]) -> dict[str, Any]:

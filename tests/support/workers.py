@@ -20,7 +20,7 @@ import pytest
 from support.markers import markers_for
 
 SHARED_GROUPS = (("container", "container"), ("browser", "notebooks"), ("notebook", "notebooks"))  # marker -> group
-HEAVY = ("model", "container", "browser", "notebook", "server")  # a test with one of these weighs this much more
+HEAVY = frozenset({"model", "container", "browser", "notebook", "server"})  # a test with one of these weighs this much more
 HEAVY_WEIGHT = 20
 
 
@@ -72,11 +72,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     config.option.loadgroup = True  # read next by xdist's own hook, which appends each test's group to its id
     weights: dict[str, int] = {}
-    groups = {}
+    groups: dict[pytest.Item, str] = {}
     for item in items:
         names = markers_for(item)
         group = groups[item] = group_of(item, names)
-        weights[group] = weights.get(group, 0) + (HEAVY_WEIGHT if names & set(HEAVY) else 1)
+        weights[group] = weights.get(group, 0) + (HEAVY_WEIGHT if names & HEAVY else 1)
         item.add_marker(pytest.mark.xdist_group(group))
-    position = {item: i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (-weights[groups[item]], groups[item], position[item]))
+    items.sort(key=lambda item: (-weights[groups[item]], groups[item]))  # stable: each group keeps its tests' order

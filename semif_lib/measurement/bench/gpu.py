@@ -156,11 +156,11 @@ class GpuRun:
 
 def prepare_gpu_run(args: Any) -> GpuRun:
     """The library (`--library`: this environment's when it registers a GPU, else the CUDA build) and the plan."""
-    from ...containers.images import LLAMA_CPP_BUILD  # what build_libllama.sh builds by default: the DLC's, published
+    from ...containers.images import LLAMA_CPP_BUILD, llama_cpp_dir  # LLAMA_CPP_BUILD: build_libllama.sh's default, the DLC's
 
     build = args.build or LLAMA_CPP_BUILD
     use_venv = args.library == "venv" or (args.library == "auto" and environment_has_cuda())
-    lib_dir = None if use_venv else (args.lib_dir or repo_root() / ".semif" / f"llama-cpp-b{build}-cuda")
+    lib_dir = None if use_venv else (args.lib_dir or llama_cpp_dir(build, "-cuda"))
     built = lib_dir is None or ((lib_dir / "libllama.so").is_file() and (lib_dir / "libggml-cuda.so").is_file())
     output_dir = args.output_dir or repo_root() / "results" / "bench" / "gpu" / "<device>"
     return GpuRun(build, lib_dir, built, output_dir, plan_gpu_run(lib_dir, build, output_dir, args.model, needs_build=not built))

@@ -3,7 +3,8 @@
 Two prefill figures from runs on two days (0.91 on b10435, 0.83 on b10970) cannot say whether a build
 moved the gap or the machine did. Here one run holds both builds: for each, `semif serve` on that build's
 libllama (through its verified binding, as the adapter image runs) and that build's llama-server, all
-four servers up at once (an idle one takes no CPU). Each state goes through `decision-cold` and
+four servers up at once (an idle one takes no CPU), each build's baseline measured on its own library as its
+servers start. Each state goes through `decision-cold` and
 `server-logprobs` on one build, then on the other, the builds taking turns going first. Per state
 and build: each side's prefill rate over the state's long prefill, from the servers' own timings.
 Then, with 95 % bootstrap intervals over states: each build's gap (decision / llama-server), and the
@@ -20,26 +21,21 @@ from typing import Any, Sequence
 
 from ....errors import InvalidRequestError
 from ....settings import ContainerSettings
-from ...conditions import bootstrap_ratio, format_interval, interval_against, measure_baseline, paired_order
+from ...conditions import bootstrap_ratio, format_interval, interval_against, paired_order
 from ..workload import write_result
 from .config import PeerConfig
-from .run import choose_decision_library, opened_peer, run_state
+from .run import opened_peer, run_state
 
-__all__ = ["build_dir", "command_builds", "format_builds", "run_builds"]
+__all__ = ["command_builds", "format_builds", "run_builds"]
 
 SIDES = {"decision": "decision-cold", "llama-server": "server-logprobs"}  # the path whose long prefill each side's rate is read from
 
 
-def build_dir(build: int) -> Path:
-    """Where `container/build_libllama.sh BUILD` puts llama-server, libllama and the build's binding."""
-    from ....containers.images import LLAMA_CPP_DIR
-
-    return LLAMA_CPP_DIR.parent / f"llama-cpp-b{build}"
-
-
 def machine_for(build: int, machine: ContainerSettings) -> ContainerSettings:
     """`machine` with that build's llama-server; refused with the command to run when the build is not there."""
-    directory = build_dir(build)
+    from ....containers.images import llama_cpp_dir
+
+    directory = llama_cpp_dir(build)
     if not all((directory / name).exists() for name in ("llama-server", "libllama.so", "python/llama_cpp")):
         raise InvalidRequestError(f"--builds: llama.cpp b{build} is not built in {directory}: run container/build_libllama.sh {build}",
                                   field="builds")
@@ -78,17 +74,10 @@ def run_builds(config: PeerConfig, builds: Sequence[int], workload: Sequence[dic
             rates = {b: prefill_rates(runs[b], i, row) for b in order}
             per_state.append({"id": row.get("id"), "first": order[0], "prefill_tokens_per_s": {str(b): rates[b] for b in builds}})
         described = {str(b): {"llama_cpp_build": runs[b].peer.llama_cpp_build, "decision_server": runs[b].decision_server.model_dump(),
-                              "baseline": measure_baseline(config.threads, *library_of(configs[b]))} for b in builds}
+                              "baseline": runs[b].baseline} for b in builds}
     return {"builds": list(builds), "workload": {"states": len(per_state), "questions_per_state": config.questions or "all"},
             "config": {"threads": config.threads, "n_ctx": config.n_ctx, "paths": list(SIDES.values())},
             "servers": described, "figures": figures(per_state, builds), "per_state": per_state}
-
-
-def library_of(config: PeerConfig) -> tuple[dict[str, str], str]:
-    """(environment, module) the baseline runs with: the build's libllama, as its `semif serve` did."""
-    assert config.machine is not None
-    module, env, _ = choose_decision_library("build", config.machine)
-    return env, module
 
 
 def figures(per_state: Sequence[dict[str, Any]], builds: Sequence[int]) -> dict[str, Any]:

@@ -89,6 +89,7 @@ class PeerRun:
     model: Path
     peer: PeerServer
     decision_server: DecisionServer
+    baseline: dict[str, Any] | None = None  # measured on the library `semif serve` runs on (a `build`'s), inside `recording`
     per_state: list[StateRecord] = field(default_factory=list)
     json_speedups: list[float] = field(default_factory=list)  # server-json s / decision-cold s, per state
 
@@ -244,15 +245,15 @@ def opened_peer(config: PeerConfig, say: Callable[[str], None] = lambda text: No
     machine = config.machine or ContainerSettings.model_construct()  # unset: the defaults, no environment read here
     sm_env = config.sm_env(kv_unified=offers_flag("--kv-unified", machine) is not False)
     module, library_env, library = choose_decision_library(config.decision_llama, machine)
-    if library_env:  # the baseline on the library `semif serve` runs on, not this process's
-        remeasure_baseline(config.threads, library_env, module)
+    # the baseline on the library `semif serve` runs on, not this process's
+    baseline = remeasure_baseline(config.threads, library_env, module) if library_env else None
     serve_env = {**config.serve_env(model), **library_env}
     decision_server = DecisionServer(**library, env={k: v for k, v in serve_env.items() if k.startswith("SEMIF_")})
     with running_serve(config.port, serve_env, config.log_dir / f"peer-serve-{config.port}.log", module=module) as decision_url, \
             run_text_server(model, sm_env, config.port + 1, machine, kind=config.kind, log_dir=config.log_dir) as server, \
             httpx.Client(timeout=CLIENT_TIMEOUT_S) as http:
         run = PeerRun(config, decision_url, server.base_url + server.chat_path, http, {p: PeerTally() for p in config.paths},
-                      model=model, peer=describe_peer(server, sm_env), decision_server=decision_server)
+                      model=model, peer=describe_peer(server, sm_env), decision_server=decision_server, baseline=baseline)
         say(f"decision path: {decision_url} on {library}; text DLC: {server.kind} (llama.cpp b{server.build}) at {run.chat_url}")
         warm_up(http, decision_url, run.chat_url)
         yield run
