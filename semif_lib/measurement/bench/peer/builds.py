@@ -24,7 +24,7 @@ from ....settings import ContainerSettings
 from ...conditions import bootstrap_ratio, format_interval, interval_against, paired_order
 from ..workload import write_result
 from .config import PeerConfig
-from .run import opened_peer, run_state
+from .run import opened_peer, run_state, say_on_stderr
 
 __all__ = ["command_builds", "format_builds", "run_builds"]
 
@@ -65,7 +65,7 @@ def run_builds(config: PeerConfig, builds: Sequence[int], workload: Sequence[dic
     base = config.machine or ContainerSettings.model_construct()
     configs = {b: replace(config, paths=tuple(SIDES.values()), clients=0, kind="native", decision_llama="build",
                           machine=machine_for(b, base), port=config.port + 2 * k) for k, b in enumerate(builds)}
-    say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
+    say = say_on_stderr(progress)
     per_state: list[dict[str, Any]] = []
     with ExitStack() as stack:
         runs = {b: stack.enter_context(opened_peer(configs[b], say)) for b in builds}

@@ -72,7 +72,7 @@ from .results import (
     WorkloadSummary,
 )
 
-__all__ = ["check_paths", "choose_decision_library", "opened_peer", "run_peer", "run_state"]
+__all__ = ["check_paths", "choose_decision_library", "opened_peer", "run_peer", "run_state", "say_on_stderr"]
 
 REFERENCE_B = "reference-b"  # the untimed decision request on the concurrent pass's text: that pass's reference
 
@@ -232,6 +232,11 @@ def describe_peer(server: Any, sm_env: dict[str, str]) -> PeerServer:
     return PeerServer(**info)
 
 
+def say_on_stderr(progress: bool) -> Callable[[str], None]:
+    """The run's progress lines: on stderr, or nowhere when `progress` is off."""
+    return (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
+
+
 @contextmanager
 def opened_peer(config: PeerConfig, say: Callable[[str], None] = lambda text: None) -> Iterator[PeerRun]:
     """Both servers of `config` up and warmed (`semif serve` on the chosen libllama, the text DLC), as a `PeerRun`."""
@@ -268,7 +273,7 @@ def run_peer(config: PeerConfig, workload: Sequence[dict[str, Any]], concurrency
     """
     from tqdm.auto import tqdm
 
-    say = (lambda text: print(text, file=sys.stderr)) if progress else (lambda text: None)
+    say = say_on_stderr(progress)
     with opened_peer(config, say) as run:
         clients = bool(concurrency_workload and config.clients)
         for i, row in enumerate(tqdm(workload, desc="bench peer", unit="state", file=sys.stderr, disable=not progress)):
